@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs everything holdfast needs to build and test on a fresh Debian 12
+# machine, then configures a build directory. Safe to re-run: each step skips
+# work that is already done.
+#
+#   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+#
+# Environment: HOLDFAST_CACHE (default ~/.cache/holdfast) holds the Go module
+# cache and the protoc-gen-validate plugin, keyed by version.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/versions.sh
+
+BUILD_DIR="${1:-build}"
+shift || true
+CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3 curl
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev ccache
+  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
+  nodejs npm golang-go
+  iproute2 iptables procps openssl
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  # golang-go and nodejs may already be installed outside apt.
+  case "$p" in
+    golang-go) command -v go >/dev/null && continue ;;
+    nodejs|npm) command -v node >/dev/null && command -v npm >/dev/null && continue ;;
+  esac
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Envoy API protos and the Node.js xDS client, pinned by package-lock.json.
+if [[ ! -f node_modules/.package-lock.json ]] || ! cmp -s package-lock.json node_modules/.holdfast-lock; then
+  npm ci --ignore-scripts --no-audit --no-fund
+  cp package-lock.json node_modules/.holdfast-lock
+fi
+
+# protoc-gen-validate: generates Envoy's own validators (C++) from the
+# validation annotations, and provides validate.proto / validate.h.
+export GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/mod" GOFLAGS=-modcacherw
+PGV_BIN="$CACHE/bin/pgv-$PGV_VERSION"
+if [[ ! -x "$PGV_BIN/protoc-gen-validate" ]]; then
+  GOBIN="$PGV_BIN" go install "github.com/envoyproxy/protoc-gen-validate@$PGV_VERSION"
+fi
+PGV_SRC="$GOMODCACHE/github.com/envoyproxy/protoc-gen-validate@$PGV_VERSION"
+
+cmake -S . -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \
+  -DHOLDFAST_PGV_PLUGIN="$PGV_BIN/protoc-gen-validate" \
+  -DHOLDFAST_PGV_SOURCE="$PGV_SRC" \
+  "$@" >&2

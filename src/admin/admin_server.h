@@ -1,0 +1,62 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/snapshot/snapshot_cache.h"
+#include "src/xds/proxy_state.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace holdfast {
+
+// Whether this replica should receive proxies, and why (or why not).
+struct Readiness {
+  bool ready = false;
+  std::string reason;
+};
+
+// What the admin endpoint shows. Pointers must outlive the AdminServer.
+struct AdminSources {
+  MetricsRegistry* metrics = nullptr;
+  const SnapshotCache* cache = nullptr;
+  const ProxyRegistry* proxies = nullptr;
+  const Clock* clock = nullptr;
+  std::function<Readiness()> readiness;
+  // JSON for /debug/status: what the config source rejected.
+  std::function<nlohmann::json()> status;
+};
+
+// HTTP admin endpoint: /healthz, /readyz, /metrics (Prometheus text),
+// /debug/snapshot, /debug/proxies, /debug/status (JSON). Read-only.
+class AdminServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<AdminServer>> Start(const std::string& listen_address,
+                                                            AdminSources sources);
+  ~AdminServer();
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  AdminServer() = default;
+  void Route();
+
+  AdminSources sources_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// JSON renderings, shared with the CLI and tests.
+nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies);
+nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources);
+
+}  // namespace holdfast

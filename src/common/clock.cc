@@ -1,0 +1,39 @@
+#include "src/common/clock.h"
+
+#include <chrono>
+
+namespace holdfast {
+namespace {
+
+class RealClock : public Clock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+  absl::Duration Monotonic() const override {
+    return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
+};
+
+}  // namespace
+
+Clock& Clock::Real() {
+  static RealClock* clock = new RealClock();
+  return *clock;
+}
+
+absl::Time SimulatedClock::Now() const {
+  absl::MutexLock lock(&mu_);
+  return now_;
+}
+
+absl::Duration SimulatedClock::Monotonic() const {
+  absl::MutexLock lock(&mu_);
+  return elapsed_;
+}
+
+void SimulatedClock::Advance(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  now_ += d;
+  elapsed_ += d;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,89 @@
+#include "src/snapshot/resource.h"
+
+#include <openssl/sha.h>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/any.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
+
+namespace holdfast {
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+std::string SerializeDeterministic(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+void AppendLengthDelimited(int field, absl::string_view value, std::string* out) {
+  google::protobuf::io::StringOutputStream stream(out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+  coded.WriteVarint32(static_cast<uint32_t>(value.size()));
+  coded.WriteRaw(value.data(), static_cast<int>(value.size()));
+}
+
+}  // namespace
+
+std::string ContentDigest(absl::string_view bytes) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), 8));
+}
+
+absl::string_view TypeNameOf(absl::string_view type_url) {
+  size_t slash = type_url.rfind('/');
+  return slash == absl::string_view::npos ? type_url : type_url.substr(slash + 1);
+}
+
+std::shared_ptr<const Resource> Resource::FromMessage(std::string name,
+                                                      const google::protobuf::Message& message) {
+  auto resource = std::shared_ptr<Resource>(new Resource());
+  resource->name_ = std::move(name);
+  resource->type_url_ = "type.googleapis.com/" + message.GetDescriptor()->full_name();
+  resource->serialized_ = SerializeDeterministic(message);
+  std::unique_ptr<google::protobuf::Message> copy(message.New());
+  copy->CopyFrom(message);
+  resource->message_ = std::move(copy);
+  resource->Encode();
+  return resource;
+}
+
+std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::string type_url,
+                                                    std::string serialized) {
+  auto resource = std::shared_ptr<Resource>(new Resource());
+  resource->name_ = std::move(name);
+  resource->type_url_ = std::move(type_url);
+  resource->serialized_ = std::move(serialized);
+  resource->Encode();
+  return resource;
+}
+
+void Resource::Encode() {
+  // Name and type are part of the version: renaming a resource is a change.
+  version_ = ContentDigest(absl::StrCat(type_url_, "\n", name_, "\n", serialized_));
+
+  std::string any;  // google.protobuf.Any{type_url = 1, value = 2}
+  AppendLengthDelimited(1, type_url_, &any);
+  AppendLengthDelimited(2, serialized_, &any);
+  AppendLengthDelimited(2, any, &sotw_wire_);  // DiscoveryResponse.resources = 2
+
+  // envoy.service.discovery.v3.Resource{version = 1, resource = 2, name = 3}
+  std::string delta_resource;
+  AppendLengthDelimited(1, version_, &delta_resource);
+  AppendLengthDelimited(2, any, &delta_resource);
+  AppendLengthDelimited(3, name_, &delta_resource);
+  AppendLengthDelimited(2, delta_resource, &delta_wire_);  // DeltaDiscoveryResponse.resources = 2
+}
+
+}  // namespace holdfast

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
+
+namespace holdfast {
+
+// Type URLs of the resource kinds the server knows how to order and check.
+namespace type_url {
+inline constexpr absl::string_view kListener = "type.googleapis.com/envoy.config.listener.v3.Listener";
+inline constexpr absl::string_view kRouteConfiguration =
+    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+inline constexpr absl::string_view kCluster = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+inline constexpr absl::string_view kClusterLoadAssignment =
+    "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+inline constexpr absl::string_view kSecret =
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
+inline constexpr absl::string_view kRuntime = "type.googleapis.com/envoy.service.runtime.v3.Runtime";
+}  // namespace type_url
+
+// One xDS resource at one version: immutable once built, shared by every
+// snapshot that contains it and every stream that sends it.
+//
+// The wire forms are encoded once, here, so that fan-out to many streams
+// costs no serialization: a response is the concatenation of these bytes.
+class Resource {
+ public:
+  // Builds a resource from a message; the type URL is the message's type.
+  // The version is a digest of the deterministic serialization, so equal
+  // content always gets an equal version.
+  static std::shared_ptr<const Resource> FromMessage(std::string name,
+                                                     const google::protobuf::Message& message);
+  // Builds an opaque resource from already serialized bytes of any type.
+  static std::shared_ptr<const Resource> FromBytes(std::string name, std::string type_url,
+                                                   std::string serialized);
+
+  const std::string& name() const { return name_; }
+  const std::string& type_url() const { return type_url_; }
+  const std::string& version() const { return version_; }
+  // The serialized message (the value of its Any).
+  const std::string& serialized() const { return serialized_; }
+  // `resources` entry of a DiscoveryResponse: tag, length, google.protobuf.Any.
+  const std::string& sotw_wire() const { return sotw_wire_; }
+  // `resources` entry of a DeltaDiscoveryResponse: tag, length, Resource.
+  const std::string& delta_wire() const { return delta_wire_; }
+  // The parsed message, when the type is linked in; nullptr for opaque types.
+  const google::protobuf::Message* message() const { return message_.get(); }
+
+ private:
+  Resource() = default;
+  void Encode();
+
+  std::string name_;
+  std::string type_url_;
+  std::string version_;
+  std::string serialized_;
+  std::string sotw_wire_;
+  std::string delta_wire_;
+  std::unique_ptr<const google::protobuf::Message> message_;
+};
+
+using ResourcePtr = std::shared_ptr<const Resource>;
+// Resources of one type by name. Sorted, so iteration is deterministic.
+using ResourceMap = std::map<std::string, ResourcePtr, std::less<>>;
+
+// Hex digest (16 chars) used for resource and type versions.
+std::string ContentDigest(absl::string_view bytes);
+
+// "type.googleapis.com/a.b.C" -> "a.b.C".
+absl::string_view TypeNameOf(absl::string_view type_url);
+
+}  // namespace holdfast

@@ -1,0 +1,84 @@
+#include "src/snapshot/snapshot.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/snapshot/references.h"
+
+namespace holdfast {
+namespace {
+
+const ResourceMap& EmptyMap() {
+  static const ResourceMap* empty = new ResourceMap();
+  return *empty;
+}
+
+}  // namespace
+
+std::string VersionOf(const std::vector<ResourcePtr>& resources) {
+  std::string input;
+  input.reserve(resources.size() * 48);
+  for (const ResourcePtr& r : resources) absl::StrAppend(&input, r->name(), "\t", r->version(), "\n");
+  return ContentDigest(input);
+}
+
+absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created) {
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->created_ = created;
+  snapshot->size_ = resources.size();
+  for (ResourcePtr& resource : resources) {
+    ResourceMap& of_type = snapshot->by_type_[resource->type_url()];
+    std::string name = resource->name();
+    std::string type = resource->type_url();
+    if (!of_type.emplace(name, std::move(resource)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("two resources of type ", TypeNameOf(type),
+                                                     " are named \"", name, "\""));
+    }
+  }
+
+  std::vector<std::string> dangling;
+  for (const auto& [type, of_type] : snapshot->by_type_) {
+    for (const auto& [name, resource] : of_type) {
+      for (const ResourceRef& ref : ReferencesOf(*resource)) {
+        if (!snapshot->Resources(ref.type_url).contains(ref.name)) {
+          dangling.push_back(absl::StrCat(TypeNameOf(type), " \"", name, "\" field ",
+                                          ref.field_path, " names ", TypeNameOf(ref.type_url),
+                                          " \"", ref.name, "\", which is not in the snapshot"));
+        }
+      }
+    }
+  }
+  if (!dangling.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("inconsistent snapshot: ", absl::StrJoin(dangling, "; ")));
+  }
+
+  std::string all_versions;
+  for (const auto& [type, of_type] : snapshot->by_type_) {
+    std::vector<ResourcePtr> list;
+    list.reserve(of_type.size());
+    for (const auto& [name, resource] : of_type) list.push_back(resource);
+    std::string version = VersionOf(list);
+    absl::StrAppend(&all_versions, type, "\t", version, "\n");
+    snapshot->type_versions_.emplace(type, std::move(version));
+  }
+  snapshot->version_ = ContentDigest(all_versions);
+  return snapshot;
+}
+
+const ResourceMap& Snapshot::Resources(absl::string_view type_url) const {
+  auto it = by_type_.find(type_url);
+  return it == by_type_.end() ? EmptyMap() : it->second;
+}
+
+std::string Snapshot::TypeVersion(absl::string_view type_url) const {
+  auto it = type_versions_.find(type_url);
+  return it == type_versions_.end() ? VersionOf({}) : it->second;
+}
+
+std::vector<std::string> Snapshot::TypeUrls() const {
+  std::vector<std::string> urls;
+  for (const auto& [type, of_type] : by_type_) urls.push_back(type);
+  return urls;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,102 @@
+#include "src/source/envoy_file_parser.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+#include "src/source/yaml_json.h"
+#include "src/snapshot/resource.h"
+
+namespace holdfast {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+void ParseOne(const YAML::Node& node, ParsedFile* out) {
+  const int line = node.Mark().line + 1;
+  nlohmann::json json = YamlToJson(node);
+  if (!json.is_object()) {
+    out->problems.push_back({line, "", "", "a resource must be a map with an \"@type\""});
+    return;
+  }
+  auto type_it = json.find("@type");
+  if (type_it == json.end() || !type_it->is_string()) {
+    out->problems.push_back({line, "", "", "resource has no \"@type\""});
+    return;
+  }
+  std::string type_url = *type_it;
+  std::string name_hint = json.contains("name") && json["name"].is_string()
+                              ? json["name"].get<std::string>()
+                              : (json.contains("cluster_name") && json["cluster_name"].is_string()
+                                     ? json["cluster_name"].get<std::string>()
+                                     : "");
+  const Descriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
+          std::string(TypeNameOf(type_url)));
+  if (descriptor == nullptr) {
+    out->problems.push_back({line, type_url, name_hint,
+                             absl::StrCat("@type: unknown type ", type_url)});
+    return;
+  }
+  json.erase("@type");
+  std::unique_ptr<Message> message(
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(json.dump(), message.get(), options);
+  if (!status.ok()) {
+    out->problems.push_back({line, type_url, name_hint, std::string(status.message())});
+    return;
+  }
+  std::string name = ResourceNameOf(*message);
+  if (name.empty()) {
+    out->problems.push_back({line, type_url, "", "resource has no name"});
+    return;
+  }
+  out->resources.push_back({type_url, std::move(name), line, std::move(message)});
+}
+
+}  // namespace
+
+std::string ResourceNameOf(const Message& message) {
+  const Descriptor* descriptor = message.GetDescriptor();
+  // ClusterLoadAssignment is the one xDS type named by another field.
+  const FieldDescriptor* field = descriptor->FindFieldByName("cluster_name");
+  if (field == nullptr || descriptor->name() != "ClusterLoadAssignment") {
+    field = descriptor->FindFieldByName("name");
+  }
+  if (field == nullptr || field->type() != FieldDescriptor::TYPE_STRING || field->is_repeated()) {
+    return "";
+  }
+  return message.GetReflection()->GetString(message, field);
+}
+
+ParsedFile ParseEnvoyResources(const std::string& contents) {
+  ParsedFile out;
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(contents);
+  } catch (const YAML::Exception& e) {
+    out.unreadable = true;
+    out.problems.push_back({e.mark.line + 1, "", "", e.msg});
+    return out;
+  }
+  for (const YAML::Node& document : documents) {
+    if (!document || document.IsNull()) continue;
+    if (document.IsMap() && document["resources"] && !document["@type"]) {
+      const YAML::Node resources = document["resources"];
+      if (!resources.IsSequence()) {
+        out.problems.push_back(
+            {resources.Mark().line + 1, "", "", "resources: expected a list of resources"});
+        continue;
+      }
+      for (const YAML::Node& resource : resources) ParseOne(resource, &out);
+    } else {
+      ParseOne(document, &out);
+    }
+  }
+  return out;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,128 @@
+#include "src/source/envoy_validation.h"
+
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/any.pb.h"
+#include "google/protobuf/descriptor.h"
+#include "validate/validate.h"
+
+namespace holdfast {
+namespace {
+
+using google::protobuf::Any;
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Checks `message` with its generated validator when `validate_self` (the
+// validator already covers plain sub-messages), then descends to find Any
+// fields, which validators treat as opaque.
+absl::Status Walk(const Message& message, const std::string& path, bool validate_self);
+
+// protoc-gen-validate reports a nested failure as a chain:
+//   "AValidationError.Endpoints[0]: embedded message failed validation |
+//    caused by BValidationError.PortValue: value must be ..."
+// Turn it into "endpoints[0].port_value: value must be ...".
+std::string PgvErrorToFieldPath(const std::string& error) {
+  std::vector<std::string> fields;
+  std::string reason = error;
+  for (absl::string_view segment : absl::StrSplit(error, " | caused by ")) {
+    size_t dot = segment.find("ValidationError.");
+    size_t colon = segment.find(": ");
+    if (dot == absl::string_view::npos || colon == absl::string_view::npos || colon < dot) {
+      return error;  // not the shape we know: report it verbatim
+    }
+    absl::string_view camel = segment.substr(dot + 16, colon - dot - 16);
+    std::string snake;
+    for (size_t i = 0; i < camel.size(); ++i) {
+      char c = camel[i];
+      if (absl::ascii_isupper(c)) {
+        if (i > 0 && camel[i - 1] != '[') snake.push_back('_');
+        snake.push_back(absl::ascii_tolower(c));
+      } else {
+        snake.push_back(c);
+      }
+    }
+    fields.push_back(std::move(snake));
+    reason = std::string(segment.substr(colon + 2));
+  }
+  return absl::StrCat(absl::StrJoin(fields, "."), ": ", reason);
+}
+
+absl::Status CheckAny(const Any& any, const std::string& path) {
+  std::string type_name = any.type_url().substr(any.type_url().rfind('/') + 1);
+  const Descriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type_name);
+  if (descriptor == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unknown type ", any.type_url(), " (holdfast cannot check it)"));
+  }
+  std::unique_ptr<Message> inner(
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+  if (!any.UnpackTo(inner.get())) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot unpack ", any.type_url()));
+  }
+  return Walk(*inner, path, /*validate_self=*/true);
+}
+
+absl::Status CheckField(const Message& field_value, const std::string& path) {
+  if (field_value.GetDescriptor() == Any::descriptor()) {
+    Any any;
+    any.CopyFrom(field_value);
+    return CheckAny(any, path);
+  }
+  return Walk(field_value, path, /*validate_self=*/false);
+}
+
+absl::Status Walk(const Message& message, const std::string& path, bool validate_self) {
+  if (validate_self) {
+    pgv::ValidationMsg error;
+    bool valid = false;
+    try {
+      valid = pgv::BaseValidator::AbstractCheckMessage(message, &error);
+    } catch (const std::exception& e) {
+      // The generated validators throw for rules they do not implement.
+      valid = false;
+      error = e.what();
+    }
+    if (!valid) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path.empty() ? "" : absl::StrCat(path, "."), PgvErrorToFieldPath(error)));
+    }
+  }
+
+  // The validator checked this message's own rules and its plain
+  // sub-messages; Any fields are opaque to it, so descend into them here.
+  const Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    // Map entries are messages too (typed_per_filter_config holds Anys).
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    std::string field_path = path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        absl::Status status = CheckField(reflection->GetRepeatedMessage(message, field, i),
+                                         absl::StrCat(field_path, "[", i, "]"));
+        if (!status.ok()) return status;
+      }
+    } else {
+      absl::Status status = CheckField(reflection->GetMessage(message, field), field_path);
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateEnvoyResource(const Message& message) {
+  return Walk(message, "", /*validate_self=*/true);
+}
+
+}  // namespace holdfast

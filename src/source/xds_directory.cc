@@ -1,0 +1,279 @@
+#include "src/source/xds_directory.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/common/log.h"
+#include "src/snapshot/references.h"
+#include "src/source/envoy_file_parser.h"
+#include "src/source/envoy_validation.h"
+
+namespace holdfast {
+
+namespace fs = std::filesystem;
+
+struct XdsDirectorySource::FileState {
+  struct Good {
+    ResourcePtr resource;
+    int line;
+  };
+  // What identifies the file's content without reading it.
+  struct Fingerprint {
+    int64_t mtime_ns = 0;
+    int64_t size = 0;
+    uint64_t inode = 0;
+    bool operator==(const Fingerprint&) const = default;
+  } fingerprint;
+  bool unreadable = false;
+  std::vector<Good> good;
+  std::vector<FileProblem> problems;
+};
+
+namespace {
+
+using Key = std::pair<std::string, std::string>;
+
+bool IsConfigFile(const fs::path& path) {
+  const std::string ext = path.extension().string();
+  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+}
+
+bool IsHidden(const fs::path& relative) {
+  for (const fs::path& part : relative) {
+    if (!part.empty() && part.string()[0] == '.') return true;
+  }
+  return false;
+}
+
+std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path) {
+  auto state = std::make_shared<XdsDirectorySource::FileState>();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  if (!in) {
+    state->unreadable = true;
+    state->problems.push_back({0, "", "", "cannot read file"});
+    return state;
+  }
+  ParsedFile parsed = ParseEnvoyResources(contents.str());
+  state->unreadable = parsed.unreadable;
+  state->problems = std::move(parsed.problems);
+  for (ParsedResource& resource : parsed.resources) {
+    if (absl::Status status = ValidateEnvoyResource(*resource.message); !status.ok()) {
+      state->problems.push_back(
+          {resource.line, resource.type_url, resource.name, std::string(status.message())});
+      continue;
+    }
+    state->good.push_back(
+        {Resource::FromMessage(resource.name, *resource.message), resource.line});
+  }
+  return state;
+}
+
+struct Candidate {
+  ResourcePtr resource;
+  std::string file;
+  int line = 0;
+  bool last_good = false;
+};
+
+}  // namespace
+
+XdsDirectorySource::XdsDirectorySource(Options options, const Clock& clock,
+                                       MetricsRegistry* metrics,
+                                       std::function<void(SnapshotPtr)> publish)
+    : options_(std::move(options)),
+      clock_(clock),
+      publish_(std::move(publish)),
+      rejected_gauge_(metrics->GetGauge("holdfast_source_rejected_inputs",
+                                        "Resources or files of the config source not served as written")),
+      reloads_(metrics->GetCounter("holdfast_source_reloads_total",
+                                   "Times the config source was re-read after a change")) {}
+
+XdsDirectorySource::~XdsDirectorySource() { Stop(); }
+
+absl::Status XdsDirectorySource::Reload() {
+  absl::MutexLock reload(&reload_mu_);
+
+  // 1. Find the files and re-parse those whose fingerprint changed.
+  std::error_code ec;
+  fs::recursive_directory_iterator it(options_.directory,
+                                      fs::directory_options::follow_directory_symlink, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot list ", options_.directory, ": ", ec.message()));
+  }
+  std::map<std::string, std::shared_ptr<FileState>> files;
+  bool changed = false;
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const fs::path& path = it->path();
+    if (IsHidden(path.lexically_relative(options_.directory))) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file() || !IsConfigFile(path)) continue;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    FileState::Fingerprint fingerprint{
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+        static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+    auto previous = files_.find(path.string());
+    if (previous != files_.end() && previous->second->fingerprint == fingerprint) {
+      files.emplace(path.string(), previous->second);
+      continue;
+    }
+    auto state = LoadFile(path.string());
+    state->fingerprint = fingerprint;
+    files.emplace(path.string(), std::move(state));
+    changed = true;
+  }
+  if (files.size() != files_.size()) changed = true;
+  if (!changed && !published_version_.empty()) return absl::OkStatus();
+  files_ = std::move(files);
+  reloads_->Increment();
+
+  // 2. Gather candidates: valid resources first, then last good versions of
+  //    what could not be read this time.
+  std::vector<Rejection> rejections;
+  std::map<Key, Candidate> candidates;
+  for (const auto& [file, state] : files_) {
+    for (const FileState::Good& good : state->good) {
+      Key key{good.resource->type_url(), good.resource->name()};
+      auto [slot, inserted] = candidates.emplace(key, Candidate{good.resource, file, good.line});
+      if (!inserted) {
+        rejections.push_back({file, good.line, key.first, key.second,
+                              absl::StrCat("duplicate: already defined at ", slot->second.file,
+                                           ":", slot->second.line)});
+      }
+    }
+  }
+  auto keep_last_good = [&](const Key& key) {
+    if (candidates.contains(key)) return false;
+    auto served = served_.find(key);
+    if (served == served_.end()) return false;
+    candidates.emplace(key, Candidate{served->second.resource, served->second.file, 0, true});
+    return true;
+  };
+  for (const auto& [file, state] : files_) {
+    for (const FileProblem& problem : state->problems) {
+      Rejection rejection{file, problem.line, problem.type_url, problem.name, problem.message};
+      if (!problem.name.empty()) {
+        rejection.serving_last_good = keep_last_good({problem.type_url, problem.name});
+      }
+      rejections.push_back(std::move(rejection));
+    }
+    if (state->unreadable) {
+      // Nothing in the file is known: keep everything it held before.
+      for (const auto& [key, served] : served_) {
+        if (served.file == file) keep_last_good(key);
+      }
+    }
+  }
+
+  // 3. Drop or roll back resources whose references dangle, until none do.
+  for (bool dangling = true; dangling;) {
+    dangling = false;
+    std::set<Key> present;
+    for (const auto& [key, candidate] : candidates) present.insert(key);
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      std::vector<std::string> missing;
+      for (const ResourceRef& ref : ReferencesOf(*it->second.resource)) {
+        if (!present.contains({ref.type_url, ref.name})) {
+          missing.push_back(absl::StrCat(ref.field_path, ": ", TypeNameOf(ref.type_url), " \"",
+                                         ref.name, "\" does not exist"));
+        }
+      }
+      if (missing.empty()) {
+        ++it;
+        continue;
+      }
+      dangling = true;
+      Rejection rejection{it->second.file, it->second.line, it->first.first, it->first.second,
+                          absl::StrJoin(missing, "; ")};
+      auto served = served_.find(it->first);
+      if (!it->second.last_good && served != served_.end() &&
+          served->second.resource != it->second.resource) {
+        it->second = Candidate{served->second.resource, served->second.file, 0, true};
+        rejection.serving_last_good = true;
+        ++it;
+      } else {
+        it = candidates.erase(it);
+      }
+      rejections.push_back(std::move(rejection));
+    }
+  }
+
+  // 4. Publish.
+  std::vector<ResourcePtr> resources;
+  std::map<Key, Served> served;
+  for (auto& [key, candidate] : candidates) {
+    resources.push_back(candidate.resource);
+    served.emplace(key, Served{candidate.resource, candidate.file});
+  }
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(resources), clock_.Now());
+  if (!snapshot.ok()) {
+    // Steps 2 and 3 make this impossible; keep serving what we had.
+    LogError("xds directory %s: %s", options_.directory, snapshot.status().message());
+    return snapshot.status();
+  }
+  served_ = std::move(served);
+
+  std::vector<std::string> lines;
+  for (const Rejection& r : rejections) {
+    lines.push_back(absl::StrCat(r.file, ":", r.line, ": ", r.name.empty() ? "" : absl::StrCat(TypeNameOf(r.type_url), " \"", r.name, "\": "),
+                                 r.message, r.serving_last_good ? " (serving its last good version)" : ""));
+  }
+  std::string summary = absl::StrJoin(lines, "\n");
+  if (summary != last_error_summary_) {
+    for (const std::string& line : lines) LogWarning("rejected %s", line);
+    last_error_summary_ = summary;
+  }
+  rejected_gauge_->Set(static_cast<double>(rejections.size()));
+  {
+    absl::MutexLock lock(&mu_);
+    rejections_ = std::move(rejections);
+  }
+  if ((*snapshot)->version() != published_version_) {
+    published_version_ = (*snapshot)->version();
+    LogInfo("xds directory %s: publishing snapshot %s (%d resources)", options_.directory,
+            published_version_, (*snapshot)->size());
+    publish_(*snapshot);
+  }
+  return absl::OkStatus();
+}
+
+void XdsDirectorySource::Start() {
+  poller_ = std::thread([this] {
+    absl::Status last = absl::OkStatus();
+    while (!stop_.WaitForNotificationWithTimeout(options_.poll_interval)) {
+      absl::Status status = Reload();
+      if (status.ok() != last.ok()) {
+        if (status.ok()) {
+          LogInfo("xds directory %s readable again", options_.directory);
+        } else {
+          LogWarning("%s; serving the last good snapshot", status.message());
+        }
+      }
+      last = status;
+    }
+  });
+}
+
+void XdsDirectorySource::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (poller_.joinable()) poller_.join();
+}
+
+std::vector<Rejection> XdsDirectorySource::rejections() const {
+  absl::MutexLock lock(&mu_);
+  return rejections_;
+}
+
+}  // namespace holdfast

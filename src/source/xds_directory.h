@@ -1,0 +1,89 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/snapshot/snapshot.h"
+
+namespace holdfast {
+
+// Input that was not served as written, and why.
+struct Rejection {
+  std::string file;
+  int line = 0;
+  std::string type_url;
+  std::string name;
+  std::string message;
+  // True when an earlier good version of the resource is served instead.
+  bool serving_last_good = false;
+};
+
+// Serves raw Envoy resources from the YAML and JSON files of a directory
+// tree (Envoy's file-subscription format; see envoy_file_parser.h).
+//
+// Every file is parsed and every resource checked against Envoy's validation
+// rules on its own: a file that does not parse, a resource that fails its
+// rules, a duplicate name or a reference to a missing route configuration or
+// load assignment rejects only what it concerns, and a rejected resource
+// keeps its last good version in service. Each consistent result that
+// differs from the last is handed to `publish`.
+class XdsDirectorySource {
+ public:
+  struct Options {
+    std::string directory;
+    absl::Duration poll_interval = absl::Milliseconds(250);
+  };
+
+  XdsDirectorySource(Options options, const Clock& clock, MetricsRegistry* metrics,
+                     std::function<void(SnapshotPtr)> publish);
+  ~XdsDirectorySource();
+
+  // Reads the directory now and publishes if the result changed. Fails only
+  // if the directory itself cannot be listed (what was served stays).
+  absl::Status Reload();
+  // Polls the directory on a background thread until Stop().
+  void Start();
+  void Stop();
+
+  std::vector<Rejection> rejections() const;
+
+ // Parsed content of one file; defined in the .cc.
+  struct FileState;
+
+ private:
+  struct Served {
+    ResourcePtr resource;
+    std::string file;
+  };
+
+  const Options options_;
+  const Clock& clock_;
+  std::function<void(SnapshotPtr)> publish_;
+  Gauge* rejected_gauge_;
+  Counter* reloads_;
+
+  absl::Mutex reload_mu_;  // one reload at a time
+  std::map<std::string, std::shared_ptr<FileState>> files_ ABSL_GUARDED_BY(reload_mu_);
+  // What is served, by (type_url, name): the last good version of everything.
+  std::map<std::pair<std::string, std::string>, Served> served_ ABSL_GUARDED_BY(reload_mu_);
+  std::string published_version_ ABSL_GUARDED_BY(reload_mu_);
+  std::string last_error_summary_ ABSL_GUARDED_BY(reload_mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<Rejection> rejections_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stop_;
+  std::thread poller_;
+};
+
+}  // namespace holdfast

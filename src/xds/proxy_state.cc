@@ -1,0 +1,78 @@
+#include "src/xds/proxy_state.h"
+
+namespace holdfast {
+
+ProxyState::ProxyState(uint64_t stream_id, std::string stream_kind, std::string peer,
+                       absl::Time connected_since) {
+  view_.stream_id = stream_id;
+  view_.stream_kind = std::move(stream_kind);
+  view_.peer = std::move(peer);
+  view_.connected_since = connected_since;
+}
+
+void ProxyState::SetNode(std::string node_id, std::string cluster, std::string group,
+                         std::string user_agent) {
+  absl::MutexLock lock(&mu_);
+  view_.node_id = std::move(node_id);
+  view_.cluster = std::move(cluster);
+  view_.group = std::move(group);
+  view_.user_agent = std::move(user_agent);
+}
+
+void ProxyState::RecordSent(const std::string& type_url, const std::string& version) {
+  absl::MutexLock lock(&mu_);
+  TypeProgress& progress = view_.types[type_url];
+  progress.last_sent_version = version;
+  ++progress.responses_sent;
+}
+
+void ProxyState::RecordAck(const std::string& type_url, const std::string& version,
+                           absl::Time at) {
+  absl::MutexLock lock(&mu_);
+  TypeProgress& progress = view_.types[type_url];
+  progress.acked_version = version;
+  progress.acked_at = at;
+  progress.nack.reset();
+  ++progress.acks;
+}
+
+void ProxyState::RecordNack(const std::string& type_url, NackRecord nack) {
+  absl::MutexLock lock(&mu_);
+  TypeProgress& progress = view_.types[type_url];
+  progress.nack = std::move(nack);
+  ++progress.nacks;
+}
+
+ProxyView ProxyState::View() const {
+  absl::MutexLock lock(&mu_);
+  return view_;
+}
+
+void ProxyRegistry::Add(std::shared_ptr<ProxyState> proxy, uint64_t stream_id) {
+  absl::MutexLock lock(&mu_);
+  proxies_[stream_id] = std::move(proxy);
+}
+
+void ProxyRegistry::Remove(uint64_t stream_id) {
+  absl::MutexLock lock(&mu_);
+  proxies_.erase(stream_id);
+}
+
+std::vector<ProxyView> ProxyRegistry::List() const {
+  std::vector<std::shared_ptr<ProxyState>> proxies;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, proxy] : proxies_) proxies.push_back(proxy);
+  }
+  std::vector<ProxyView> views;
+  views.reserve(proxies.size());
+  for (const auto& proxy : proxies) views.push_back(proxy->View());
+  return views;
+}
+
+size_t ProxyRegistry::size() const {
+  absl::MutexLock lock(&mu_);
+  return proxies_.size();
+}
+
+}  // namespace holdfast

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "src/common/clock.h"
+#include "src/snapshot/snapshot.h"
+#include "src/xds/proxy_state.h"
+#include "src/xds/response.h"
+#include "src/xds/subscription.h"
+#include "src/xds/xds_stats.h"
+
+namespace holdfast {
+
+// The state-of-the-world xDS protocol for one stream, without transport:
+// requests and snapshots go in, responses to send come out. Not thread-safe;
+// the stream serializes calls.
+//
+// Protocol rules it keeps (xds_protocol.rst): every response has a fresh
+// nonce; a request whose nonce is not the latest for its type is stale and
+// ignored; a request with error_detail NACKs the latest response, which is
+// recorded and never re-sent (only a newer version is); a reconnecting
+// client's version_info is not trusted, since this stream sent it nothing; a
+// type is answered only when what the client should hold differs from what
+// it was last sent. On ADS, types go out in make-before-break order and
+// clusters that disappear are kept until listeners and routes have moved off
+// them.
+class SotwSession {
+ public:
+  // `fixed_type_url` is the only type a per-type service (LDS, CDS, ...)
+  // accepts; empty for ADS.
+  SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats);
+
+  // Applies a request. An error ends the stream with that status.
+  absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request);
+  // Switches to a newer snapshot.
+  void OnSnapshot(SnapshotPtr snapshot);
+  // The next response to send, if any is owed.
+  std::optional<Response> NextResponse();
+
+ private:
+  struct TypeState {
+    Subscription subscription;
+    bool dirty = false;  // may owe a response
+    std::string sent_version;
+    std::string sent_nonce;
+    ResourceMap sent;  // resources of the latest response
+  };
+  struct Desired {
+    std::string version;
+    std::vector<ResourcePtr> resources;
+  };
+
+  // What the client of `type` should hold now; nullopt when nothing is owed.
+  std::optional<Desired> Compute(const std::string& type, const TypeState& state) const;
+  bool AnyPending(std::initializer_list<absl::string_view> types) const;
+  Response Emit(const std::string& type, TypeState& state, Desired desired);
+
+  const std::string fixed_type_url_;
+  const Clock& clock_;
+  ProxyState* proxy_;
+  XdsStats* stats_;
+  SnapshotPtr snapshot_;
+  std::map<std::string, TypeState> types_;
+  uint64_t nonce_counter_ = 0;
+};
+
+}  // namespace holdfast

@@ -1,0 +1,135 @@
+#include "src/xds/stream.h"
+
+#include <atomic>
+
+#include "src/common/log.h"
+
+namespace holdfast {
+namespace {
+std::atomic<uint64_t> next_stream_id{1};
+}  // namespace
+
+XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
+                            std::unique_ptr<StreamProtocol> (*make_protocol)(
+                                std::string, const Clock&, ProxyState*, XdsStats*,
+                                EncodedBodyCache*, std::string),
+                            std::string fixed_type_url, std::string peer) {
+  auto stream = std::shared_ptr<XdsStream>(new XdsStream(context, kind, std::move(peer)));
+  XdsStream* raw = stream.get();
+  {
+    absl::MutexLock lock(&raw->mu_);
+    raw->protocol_ = make_protocol(std::move(fixed_type_url), *context.clock, raw->proxy_.get(),
+                                   context.stats, context.bodies, context.control_plane_id);
+  }
+  raw->self_ = std::move(stream);
+  context.proxies->Add(raw->proxy_, raw->id_);
+  context.stats->StreamOpened(kind);
+  raw->StartRead(&raw->read_buffer_);
+  return raw;
+}
+
+XdsStream::XdsStream(const StreamContext& context, std::string kind, std::string peer)
+    : context_(context),
+      id_(next_stream_id.fetch_add(1)),
+      proxy_(std::make_shared<ProxyState>(id_, std::move(kind), std::move(peer),
+                                          context.clock->Now())) {}
+
+void XdsStream::OnReadDone(bool ok) {
+  if (!ok) {
+    // The client half-closed or the stream broke: nothing more to read.
+    absl::MutexLock lock(&mu_);
+    FinishLocked(grpc::Status::OK);
+    return;
+  }
+
+  std::optional<envoy::config::core::v3::Node> node;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = protocol_->OnRequest(read_buffer_, &node);
+    if (status.ok() && watch_ == nullptr && !node.has_value()) {
+      status = absl::InvalidArgumentError("the first request on a stream must carry node");
+    }
+    if (!status.ok()) {
+      LogWarning("xds stream %d (%s): %s", id_, proxy_->View().node_id, status.message());
+      FinishLocked(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                                std::string(status.message())));
+      return;
+    }
+  }
+
+  if (watch_ == nullptr) {
+    // First request: join the node's group. The watch is registered without
+    // mu_ held, since the cache calls watchers while they may take mu_.
+    std::string group = context_.grouper->GroupOf(*node);
+    proxy_->SetNode(node->id(), node->cluster(), group, node->user_agent_name());
+    LogDebug("xds stream %d: node %s joined group %s", id_, node->id(), group);
+    std::weak_ptr<XdsStream> weak = weak_from_this();
+    watch_ = context_.cache->Watch(group, [weak](const Published& published) {
+      if (auto stream = weak.lock()) stream->OnPublished(published);
+    });
+    OnPublished(context_.cache->Current(group));
+  }
+
+  absl::MutexLock lock(&mu_);
+  MaybeWriteLocked();
+  if (!finished_) StartRead(&read_buffer_);
+}
+
+void XdsStream::OnPublished(const Published& published) {
+  if (published.snapshot == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  if (done_ || published.sequence <= sequence_) return;
+  sequence_ = published.sequence;
+  protocol_->OnSnapshot(published.snapshot);
+  if (writing_) {
+    context_.stats->Coalesced();
+    return;
+  }
+  MaybeWriteLocked();
+}
+
+void XdsStream::MaybeWriteLocked() {
+  if (writing_ || finished_) return;
+  std::optional<grpc::ByteBuffer> next = protocol_->NextWrite();
+  if (!next.has_value()) return;
+  write_buffer_ = std::move(*next);
+  writing_ = true;
+  StartWrite(&write_buffer_);
+}
+
+void XdsStream::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (pending_finish_.has_value()) {
+    Finish(*pending_finish_);  // deferred until the write drained
+    pending_finish_.reset();
+    return;
+  }
+  if (!ok) return;  // the stream is broken; the read side finishes it
+  MaybeWriteLocked();
+}
+
+void XdsStream::FinishLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  if (writing_) {
+    pending_finish_ = status;
+  } else {
+    Finish(status);
+  }
+}
+
+void XdsStream::OnDone() {
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+  }
+  // Dropping the watch waits out a running publication; mu_ must be free.
+  watch_.reset();
+  context_.proxies->Remove(id_);
+  context_.stats->StreamClosed();
+  std::shared_ptr<XdsStream> self = std::move(self_);
+}
+
+}  // namespace holdfast

@@ -1,0 +1,98 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "src/common/clock.h"
+#include "src/snapshot/snapshot_cache.h"
+#include "src/xds/node_group.h"
+#include "src/xds/proxy_state.h"
+#include "src/xds/wire.h"
+#include "src/xds/xds_stats.h"
+
+namespace holdfast {
+
+// One xDS protocol variant (SotW or delta) behind a byte-level interface, so
+// the stream below handles transport only.
+class StreamProtocol {
+ public:
+  virtual ~StreamProtocol() = default;
+  // Parses and applies one request. Sets *node when the request carries one.
+  virtual absl::Status OnRequest(const grpc::ByteBuffer& raw,
+                                 std::optional<envoy::config::core::v3::Node>* node) = 0;
+  virtual void OnSnapshot(SnapshotPtr snapshot) = 0;
+  // The next encoded response, if one is owed.
+  virtual std::optional<grpc::ByteBuffer> NextWrite() = 0;
+};
+
+std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, const Clock& clock,
+                                                 ProxyState* proxy, XdsStats* stats,
+                                                 EncodedBodyCache* bodies,
+                                                 std::string control_plane_id);
+std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, const Clock& clock,
+                                                  ProxyState* proxy, XdsStats* stats,
+                                                  EncodedBodyCache* bodies,
+                                                  std::string control_plane_id);
+
+// What every stream needs from the server, shared and outliving the streams.
+struct StreamContext {
+  SnapshotCache* cache;
+  ProxyRegistry* proxies;
+  XdsStats* stats;
+  EncodedBodyCache* bodies;
+  const NodeGrouper* grouper;
+  const Clock* clock;
+  std::string control_plane_id;
+};
+
+// A bidirectional xDS stream on the gRPC callback API.
+//
+// At most one write is in flight. Snapshot changes that arrive meanwhile only
+// mark the session dirty; when the write completes the session computes a
+// response against the newest snapshot. A proxy that stops reading therefore
+// holds one response and one snapshot reference, never a growing queue, and
+// never slows the publisher or other streams.
+class XdsStream : public grpc::ServerGenericBidiReactor,
+                  public std::enable_shared_from_this<XdsStream> {
+ public:
+  // Creates a stream that owns itself until gRPC calls OnDone.
+  static XdsStream* Start(const StreamContext& context, std::string kind,
+                          std::unique_ptr<StreamProtocol> (*make_protocol)(
+                              std::string, const Clock&, ProxyState*, XdsStats*,
+                              EncodedBodyCache*, std::string),
+                          std::string fixed_type_url, std::string peer);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  XdsStream(const StreamContext& context, std::string kind, std::string peer);
+  void OnPublished(const Published& published);
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const StreamContext context_;
+  const uint64_t id_;
+  std::shared_ptr<ProxyState> proxy_;
+  std::shared_ptr<XdsStream> self_;  // released in OnDone
+
+  absl::Mutex mu_;
+  std::unique_ptr<StreamProtocol> protocol_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<SnapshotCache::WatchHandle> watch_;  // set once, on the read path
+};
+
+}  // namespace holdfast

@@ -1,0 +1,110 @@
+#include "src/xds/wire.h"
+
+#include "envoy/config/core/v3/base.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/support/slice.h"
+#include "src/snapshot/snapshot.h"
+
+namespace holdfast {
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+class FieldWriter {
+ public:
+  explicit FieldWriter(std::string* out) : stream_(out), coded_(&stream_) {}
+  void Bytes(int field, absl::string_view value) {
+    coded_.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    coded_.WriteVarint32(static_cast<uint32_t>(value.size()));
+    coded_.WriteRaw(value.data(), static_cast<int>(value.size()));
+  }
+
+ private:
+  google::protobuf::io::StringOutputStream stream_;
+  google::protobuf::io::CodedOutputStream coded_;
+};
+
+std::string ControlPlaneBytes(const std::string& id) {
+  envoy::config::core::v3::ControlPlane control_plane;
+  control_plane.set_identifier(id);
+  return control_plane.SerializeAsString();
+}
+
+grpc::ByteBuffer Assemble(std::string header, std::shared_ptr<const std::string> body,
+                          size_t* size) {
+  *size = header.size() + (body ? body->size() : 0);
+  grpc::Slice slices[2] = {grpc::Slice(header)};
+  size_t count = 1;
+  if (body != nullptr && !body->empty()) {
+    auto* owner = new std::shared_ptr<const std::string>(std::move(body));
+    slices[1] = grpc::Slice(const_cast<char*>((*owner)->data()), (*owner)->size(),
+                            [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
+                            owner);
+    count = 2;
+  }
+  return grpc::ByteBuffer(slices, count);
+}
+
+}  // namespace
+
+std::shared_ptr<const std::string> EncodedBodyCache::Get(const std::string& key, bool delta,
+                                                         const std::vector<ResourcePtr>& resources) {
+  absl::MutexLock lock(&mu_);
+  auto& slot = bodies_[{key, delta}];
+  if (auto body = slot.lock()) return body;
+  auto body = std::make_shared<std::string>();
+  size_t total = 0;
+  for (const ResourcePtr& r : resources) total += delta ? r->delta_wire().size() : r->sotw_wire().size();
+  body->reserve(total);
+  for (const ResourcePtr& r : resources) body->append(delta ? r->delta_wire() : r->sotw_wire());
+  slot = body;
+  if (bodies_.size() >= sweep_at_) {
+    std::erase_if(bodies_, [](const auto& entry) { return entry.second.expired(); });
+    sweep_at_ = std::max<size_t>(64, bodies_.size() * 2);
+  }
+  return body;
+}
+
+grpc::ByteBuffer EncodeSotwResponse(const Response& response, EncodedBodyCache& bodies,
+                                    const std::string& control_plane_id, size_t* size) {
+  // DiscoveryResponse: version_info = 1, resources = 2, type_url = 4,
+  // nonce = 5, control_plane = 6. Field order on the wire is free.
+  std::string header;
+  {
+    FieldWriter writer(&header);
+    writer.Bytes(1, response.version);
+    writer.Bytes(4, response.type_url);
+    writer.Bytes(5, response.nonce);
+    if (!control_plane_id.empty()) writer.Bytes(6, ControlPlaneBytes(control_plane_id));
+  }
+  std::shared_ptr<const std::string> body;
+  if (!response.resources.empty()) {
+    // A SotW version_info is the digest of exactly these resources.
+    body = bodies.Get(response.version, /*delta=*/false, response.resources);
+  }
+  return Assemble(std::move(header), std::move(body), size);
+}
+
+grpc::ByteBuffer EncodeDeltaResponse(const Response& response, EncodedBodyCache& bodies,
+                                     const std::string& control_plane_id, size_t* size) {
+  // DeltaDiscoveryResponse: system_version_info = 1, resources = 2,
+  // type_url = 4, nonce = 5, removed_resources = 6, control_plane = 7.
+  std::string header;
+  {
+    FieldWriter writer(&header);
+    writer.Bytes(1, response.version);
+    writer.Bytes(4, response.type_url);
+    writer.Bytes(5, response.nonce);
+    for (const std::string& name : response.removed) writer.Bytes(6, name);
+    if (!control_plane_id.empty()) writer.Bytes(7, ControlPlaneBytes(control_plane_id));
+  }
+  std::shared_ptr<const std::string> body;
+  if (!response.resources.empty()) {
+    body = bodies.Get(VersionOf(response.resources), /*delta=*/true, response.resources);
+  }
+  return Assemble(std::move(header), std::move(body), size);
+}
+
+}  // namespace holdfast

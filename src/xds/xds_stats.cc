@@ -1,0 +1,55 @@
+#include "src/xds/xds_stats.h"
+
+namespace holdfast {
+
+XdsStats::XdsStats(MetricsRegistry* registry)
+    : registry_(registry),
+      connected_(registry->GetGauge("holdfast_connected_proxies",
+                                    "xDS streams currently open on this replica")),
+      coalesced_(registry->GetCounter(
+          "holdfast_xds_coalesced_updates_total",
+          "Snapshot updates folded into a later response because a write was in flight")) {}
+
+void XdsStats::StreamOpened(const std::string& kind) {
+  connected_->Add(1);
+  registry_->GetCounter("holdfast_xds_streams_opened_total", "xDS streams opened", {{"kind", kind}})
+      ->Increment();
+}
+
+void XdsStats::StreamClosed() { connected_->Add(-1); }
+
+void XdsStats::ResponseSent(const std::string& type_url, size_t resources, size_t bytes) {
+  registry_
+      ->GetCounter("holdfast_xds_responses_sent_total", "xDS responses (pushes) sent",
+                   {{"type_url", type_url}})
+      ->Increment();
+  registry_
+      ->GetCounter("holdfast_xds_resources_sent_total", "Resources carried by xDS responses",
+                   {{"type_url", type_url}})
+      ->Increment(resources);
+  registry_
+      ->GetCounter("holdfast_xds_bytes_sent_total", "Bytes of xDS responses",
+                   {{"type_url", type_url}})
+      ->Increment(bytes);
+}
+
+void XdsStats::Ack(const std::string& type_url) {
+  registry_->GetCounter("holdfast_xds_acks_total", "ACKs received", {{"type_url", type_url}})
+      ->Increment();
+}
+
+void XdsStats::Nack(const std::string& type_url) {
+  registry_->GetCounter("holdfast_xds_nacks_total", "NACKs received", {{"type_url", type_url}})
+      ->Increment();
+}
+
+void XdsStats::StaleRequest(const std::string& type_url) {
+  registry_
+      ->GetCounter("holdfast_xds_stale_requests_total",
+                   "State-of-the-world requests ignored for a stale nonce", {{"type_url", type_url}})
+      ->Increment();
+}
+
+void XdsStats::Coalesced() { coalesced_->Increment(); }
+
+}  // namespace holdfast

@@ -1,0 +1,417 @@
+// The xDS server over real gRPC, driven by scripted clients.
+#include "src/xds/xds_server.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "envoy/service/cluster/v3/cds.grpc.pb.h"
+#include "google/protobuf/wrappers.pb.h"
+#include "gtest/gtest.h"
+#include "test/unit/test_resources.h"
+#include "test/xds/ads_test_client.h"
+
+namespace holdfast {
+namespace {
+
+using envoy::service::discovery::v3::AggregatedDiscoveryService;
+using envoy::service::discovery::v3::DeltaDiscoveryRequest;
+using envoy::service::discovery::v3::DiscoveryRequest;
+using envoy::service::discovery::v3::DiscoveryResponse;
+using testing::Build;
+using testing::Chain;
+using testing::DeltaStream;
+using testing::EdsCluster;
+using testing::Endpoints;
+using testing::SotwStream;
+
+class XdsServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer({}); }
+
+  void StartServer(XdsTlsOptions tls) {
+    server_.reset();
+    XdsServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.tls = std::move(tls);
+    context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_, &grouper_, &clock_, "test-cp"};
+    auto server = XdsServer::Start(options, context_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+
+  std::shared_ptr<grpc::Channel> Channel(int index = 0) {
+    grpc::ChannelArguments args;
+    args.SetInt("holdfast.test.channel", index);  // distinct args: distinct connections
+    return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                     grpc::InsecureChannelCredentials(), args);
+  }
+
+  std::unique_ptr<SotwStream> OpenSotw(std::shared_ptr<grpc::Channel> channel = nullptr) {
+    if (!channel) channel = Channel();
+    auto stub = AggregatedDiscoveryService::NewStub(channel);
+    return std::make_unique<SotwStream>(
+        [&](grpc::ClientContext* ctx) { return stub->StreamAggregatedResources(ctx); });
+  }
+  std::unique_ptr<DeltaStream> OpenDelta() {
+    auto stub = AggregatedDiscoveryService::NewStub(Channel());
+    return std::make_unique<DeltaStream>(
+        [&](grpc::ClientContext* ctx) { return stub->DeltaAggregatedResources(ctx); });
+  }
+
+  static DiscoveryRequest Req(absl::string_view type, std::vector<std::string> names = {},
+                              const DiscoveryResponse* reply_to = nullptr, bool node = false) {
+    DiscoveryRequest request;
+    request.set_type_url(std::string(type));
+    for (auto& n : names) request.add_resource_names(n);
+    if (reply_to != nullptr) {
+      request.set_response_nonce(reply_to->nonce());
+      request.set_version_info(reply_to->version_info());
+    }
+    if (node) {
+      request.mutable_node()->set_id("proxy-1");
+      request.mutable_node()->set_cluster("edge");
+    }
+    return request;
+  }
+
+  static std::vector<std::string> Names(const DiscoveryResponse& response) {
+    std::vector<std::string> names;
+    for (const auto& any : response.resources()) {
+      if (any.type_url() == type_url::kCluster) {
+        envoy::config::cluster::v3::Cluster c;
+        any.UnpackTo(&c);
+        names.push_back(c.name());
+      } else if (any.type_url() == type_url::kClusterLoadAssignment) {
+        envoy::config::endpoint::v3::ClusterLoadAssignment c;
+        any.UnpackTo(&c);
+        names.push_back(c.cluster_name());
+      } else if (any.type_url() == type_url::kListener) {
+        envoy::config::listener::v3::Listener l;
+        any.UnpackTo(&l);
+        names.push_back(l.name());
+      } else if (any.type_url() == type_url::kRouteConfiguration) {
+        envoy::config::route::v3::RouteConfiguration r;
+        any.UnpackTo(&r);
+        names.push_back(r.name());
+      } else {
+        names.push_back(any.type_url());
+      }
+    }
+    return names;
+  }
+
+  uint64_t CounterValue(const std::string& name, const MetricLabels& labels) {
+    return metrics_.GetCounter(name, "", labels)->value();
+  }
+
+  SimulatedClock clock_;
+  MetricsRegistry metrics_;
+  SnapshotCache cache_;
+  ProxyRegistry proxies_;
+  XdsStats stats_{&metrics_};
+  EncodedBodyCache bodies_;
+  NodeGrouper grouper_ = *NodeGrouper::Parse("cluster", "default");
+  StreamContext context_;
+  std::unique_ptr<XdsServer> server_;
+};
+
+TEST_F(XdsServerTest, SotwAdsServesAChainAndPushesOnlyWhatChanged) {
+  cache_.Set("default", Chain("1", 80));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, nullptr, /*node=*/true)));
+  auto cds = stream->Next();
+  ASSERT_TRUE(cds.has_value());
+  EXPECT_EQ(cds->type_url(), type_url::kCluster);
+  EXPECT_EQ(Names(*cds), std::vector<std::string>{"c1"});
+  EXPECT_EQ(cds->control_plane().identifier(), "test-cp");
+  EXPECT_FALSE(cds->nonce().empty());
+
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, &*cds)));  // ACK
+  ASSERT_TRUE(stream->Send(Req(type_url::kClusterLoadAssignment, {"c1"})));
+  auto eds = stream->Next();
+  ASSERT_TRUE(eds.has_value());
+  EXPECT_EQ(Names(*eds), std::vector<std::string>{"c1"});
+  ASSERT_TRUE(stream->Send(Req(type_url::kClusterLoadAssignment, {"c1"}, &*eds)));
+
+  // Only the endpoints change: only EDS is pushed.
+  cache_.Set("default", Chain("1", 81));
+  auto update = stream->Next();
+  ASSERT_TRUE(update.has_value());
+  EXPECT_EQ(update->type_url(), type_url::kClusterLoadAssignment);
+  EXPECT_NE(update->version_info(), eds->version_info());
+  ASSERT_TRUE(stream->Send(Req(type_url::kClusterLoadAssignment, {"c1"}, &*update)));
+
+  // The proxy's state is visible, with its group from node.cluster.
+  ASSERT_TRUE(stream->Send(Req(type_url::kListener)));
+  ASSERT_TRUE(stream->Next().has_value());
+  std::vector<ProxyView> views = proxies_.List();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].node_id, "proxy-1");
+  EXPECT_EQ(views[0].group, "edge");
+  EXPECT_EQ(views[0].types[std::string(type_url::kCluster)].acked_version, cds->version_info());
+  EXPECT_EQ(views[0].types[std::string(type_url::kClusterLoadAssignment)].acked_version,
+            update->version_info());
+}
+
+TEST_F(XdsServerTest, NackIsRecordedAndNeverAnsweredWithAResend) {
+  cache_.Set("default", Chain("1", 80));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, nullptr, true)));
+  auto cds = stream->Next();
+  ASSERT_TRUE(cds.has_value());
+  DiscoveryRequest nack = Req(type_url::kCluster);
+  nack.set_response_nonce(cds->nonce());
+  nack.mutable_error_detail()->set_code(3);
+  nack.mutable_error_detail()->set_message("cluster c1: unsupported lb_policy");
+  ASSERT_TRUE(stream->Send(nack));
+  // Requests are handled in order: had the NACK caused a resend, it would
+  // arrive before the answer to this LDS request.
+  ASSERT_TRUE(stream->Send(Req(type_url::kListener)));
+  auto next = stream->Next();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->type_url(), type_url::kListener);
+
+  auto progress = proxies_.List()[0].types[std::string(type_url::kCluster)];
+  ASSERT_TRUE(progress.nack.has_value());
+  EXPECT_EQ(progress.nack->error, "cluster c1: unsupported lb_policy");
+  EXPECT_EQ(progress.nack->version, cds->version_info());
+  EXPECT_EQ(progress.responses_sent, 1u);
+  EXPECT_EQ(CounterValue("holdfast_xds_nacks_total", {{"type_url", std::string(type_url::kCluster)}}),
+            1u);
+}
+
+TEST_F(XdsServerTest, BogusNonceIsIgnored) {
+  cache_.Set("default", Chain("1", 80));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, nullptr, true)));
+  auto cds = stream->Next();
+  ASSERT_TRUE(cds.has_value());
+  DiscoveryRequest bogus = Req(type_url::kCluster, {"c-unknown"});
+  bogus.set_response_nonce("no-such-nonce");
+  ASSERT_TRUE(stream->Send(bogus));
+  ASSERT_TRUE(stream->Send(Req(type_url::kListener)));
+  auto next = stream->Next();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->type_url(), type_url::kListener) << "the bogus request changed nothing";
+  EXPECT_EQ(CounterValue("holdfast_xds_stale_requests_total",
+                         {{"type_url", std::string(type_url::kCluster)}}),
+            1u);
+}
+
+TEST_F(XdsServerTest, UnknownTypeUrlsAreServedAsOpaqueResources) {
+  const std::string type = "type.googleapis.com/example.v1.Anything";
+  google::protobuf::StringValue value;
+  value.set_value("payload");
+  cache_.Set("default", Build({Resource::FromBytes("thing", type, value.SerializeAsString())}));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type, {}, nullptr, true)));
+  auto response = stream->Next();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->type_url(), type);
+  ASSERT_EQ(response->resources_size(), 1);
+  EXPECT_EQ(response->resources(0).type_url(), type);
+  EXPECT_EQ(response->resources(0).value(), value.SerializeAsString());
+}
+
+TEST_F(XdsServerTest, FirstRequestMustCarryNode) {
+  cache_.Set("default", Chain("1", 80));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster)));
+  grpc::Status status = stream->AwaitServerFinish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("node"), std::string::npos);
+}
+
+TEST_F(XdsServerTest, DeltaAdsWithInitialVersionsRemovalsAndUnsubscribe) {
+  auto a = EdsCluster("a");
+  cache_.Set("default", Build({a, Endpoints("a", 1), EdsCluster("b"), Endpoints("b", 1)}));
+  auto stream = OpenDelta();
+  DeltaDiscoveryRequest first;
+  first.set_type_url(std::string(type_url::kCluster));
+  first.mutable_node()->set_id("delta-proxy");
+  (*first.mutable_initial_resource_versions())["a"] = a->version();
+  (*first.mutable_initial_resource_versions())["old"] = "x";
+  ASSERT_TRUE(stream->Send(first));
+  auto response = stream->Next();
+  ASSERT_TRUE(response.has_value());
+  ASSERT_EQ(response->resources_size(), 1);
+  EXPECT_EQ(response->resources(0).name(), "b");
+  EXPECT_EQ(response->resources(0).version(), EdsCluster("b")->version());
+  EXPECT_EQ(std::vector<std::string>(response->removed_resources().begin(),
+                                     response->removed_resources().end()),
+            std::vector<std::string>{"old"});
+
+  DeltaDiscoveryRequest ack;
+  ack.set_type_url(std::string(type_url::kCluster));
+  ack.set_response_nonce(response->nonce());
+  ASSERT_TRUE(stream->Send(ack));
+
+  DeltaDiscoveryRequest eds;
+  eds.set_type_url(std::string(type_url::kClusterLoadAssignment));
+  eds.add_resource_names_subscribe("a");
+  eds.add_resource_names_subscribe("later");
+  ASSERT_TRUE(stream->Send(eds));
+  auto eds_response = stream->Next();
+  ASSERT_TRUE(eds_response.has_value());
+  EXPECT_EQ(eds_response->resources_size(), 1);
+
+  // "later" appears: it is sent, because it was asked for before it existed.
+  cache_.Set("default", Build({a, Endpoints("a", 1), EdsCluster("later"), Endpoints("later", 3)}));
+  // Cluster "b" is gone too; its removal comes last (make before break).
+  std::vector<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto r = stream->Next();
+    ASSERT_TRUE(r.has_value());
+    for (const auto& res : r->resources()) seen.push_back(r->type_url() + " +" + res.name());
+    for (const auto& name : r->removed_resources()) seen.push_back(r->type_url() + " -" + name);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{
+                      std::string(type_url::kCluster) + " +later",
+                      std::string(type_url::kClusterLoadAssignment) + " +later",
+                      std::string(type_url::kCluster) + " -b",
+                  }));
+}
+
+TEST_F(XdsServerTest, PerTypeServiceServesItsTypeOnly) {
+  cache_.Set("default", Chain("1", 80));
+  auto stub = envoy::service::cluster::v3::ClusterDiscoveryService::NewStub(Channel());
+  SotwStream stream([&](grpc::ClientContext* ctx) { return stub->StreamClusters(ctx); });
+  DiscoveryRequest request = Req("", {}, nullptr, true);  // empty type: the service's
+  ASSERT_TRUE(stream.Send(request));
+  auto response = stream.Next();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->type_url(), type_url::kCluster);
+  ASSERT_TRUE(stream.Send(Req(type_url::kListener)));
+  EXPECT_EQ(stream.AwaitServerFinish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(XdsServerTest, AThousandStreamsAllReceiveEachUpdate) {
+  constexpr int kStreams = 1000;
+  constexpr int kChannels = 10;
+  cache_.Set("default", Chain("1", 80));
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < kChannels; ++i) channels.push_back(Channel(i));
+  std::vector<std::unique_ptr<SotwStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(OpenSotw(channels[i % kChannels]));
+    DiscoveryRequest request = Req(type_url::kClusterLoadAssignment, {"c1"}, nullptr, true);
+    request.mutable_node()->set_id(absl::StrCat("proxy-", i));
+    ASSERT_TRUE(streams.back()->Send(request));
+  }
+  std::vector<DiscoveryResponse> first(kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    auto r = streams[i]->Next();
+    ASSERT_TRUE(r.has_value()) << "stream " << i;
+    first[i] = *r;
+    ASSERT_TRUE(streams[i]->Send(Req(type_url::kClusterLoadAssignment, {"c1"}, &*r)));
+  }
+  cache_.Set("default", Chain("1", 81));
+  for (int i = 0; i < kStreams; ++i) {
+    auto r = streams[i]->Next();
+    ASSERT_TRUE(r.has_value()) << "stream " << i;
+    EXPECT_NE(r->version_info(), first[i].version_info());
+  }
+  EXPECT_EQ(proxies_.size(), static_cast<size_t>(kStreams));
+}
+
+TEST_F(XdsServerTest, AProxyThatStopsReadingDoesNotDelayOthers) {
+  // ~2 MB of clusters per version: more than flow control lets through
+  // unread, so the stuck stream's writes stay in flight.
+  auto big_snapshot = [](int version) {
+    std::vector<ResourcePtr> resources;
+    for (int i = 0; i < 200; ++i) {
+      envoy::config::cluster::v3::Cluster cluster;
+      cluster.set_name(absl::StrCat("c", i));
+      cluster.set_type(envoy::config::cluster::v3::Cluster::STATIC);
+      (*cluster.mutable_metadata()->mutable_filter_metadata())["pad"]
+          .mutable_fields()->operator[]("v").set_string_value(
+              std::string(10'000, 'a' + version % 26));
+      resources.push_back(Resource::FromMessage(cluster.name(), cluster));
+    }
+    return Build(std::move(resources));
+  };
+  cache_.Set("default", big_snapshot(0));
+
+  // The stuck proxy: subscribes, then never reads.
+  auto stub = AggregatedDiscoveryService::NewStub(Channel(1));
+  grpc::ClientContext stuck_context;
+  auto stuck = stub->StreamAggregatedResources(&stuck_context);
+  ASSERT_TRUE(stuck->Write(Req(type_url::kCluster, {}, nullptr, true)));
+
+  auto healthy = OpenSotw(Channel(2));
+  ASSERT_TRUE(healthy->Send(Req(type_url::kCluster, {}, nullptr, true)));
+  auto r = healthy->Next();
+  ASSERT_TRUE(r.has_value());
+  for (int v = 1; v <= 20; ++v) {
+    auto snapshot = big_snapshot(v);
+    cache_.Set("default", snapshot);
+    ASSERT_TRUE(healthy->Send(Req(type_url::kCluster, {}, &*r)));
+    r = healthy->Next();
+    ASSERT_TRUE(r.has_value()) << "version " << v;
+    EXPECT_EQ(r->version_info(), snapshot->TypeVersion(type_url::kCluster));
+  }
+  EXPECT_GT(metrics_.GetCounter("holdfast_xds_coalesced_updates_total", "")->value(), 0u)
+      << "the stuck stream should have folded updates instead of queueing them";
+  stuck_context.TryCancel();
+}
+
+// Writes a CA, a server certificate for 127.0.0.1 and a client certificate.
+class TlsFiles {
+ public:
+  TlsFiles() {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("holdfast-tls-", getpid(), "-", reinterpret_cast<uintptr_t>(this));
+    std::filesystem::create_directories(dir_);
+    std::string d = dir_.string();
+    std::string script = absl::StrCat(
+        "set -e; cd ", d, "; ",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem 2>/dev/null; ",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null; ",
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext; ",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile san.ext -out server.pem 2>/dev/null; ",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=proxy -keyout client.key -out client.csr 2>/dev/null; ",
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out client.pem 2>/dev/null");
+    ok_ = std::system(script.c_str()) == 0;
+  }
+  ~TlsFiles() { std::filesystem::remove_all(dir_); }
+  bool ok() const { return ok_; }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  std::filesystem::path dir_;
+  bool ok_ = false;
+};
+
+TEST_F(XdsServerTest, MutualTlsRequiresAClientCertificate) {
+  TlsFiles tls;
+  ASSERT_TRUE(tls.ok());
+  StartServer({tls.Path("server.pem"), tls.Path("server.key"), tls.Path("ca.pem")});
+  cache_.Set("default", Chain("1", 80));
+  const std::string target = absl::StrCat("127.0.0.1:", server_->port());
+
+  auto try_stream = [&](std::shared_ptr<grpc::ChannelCredentials> creds) {
+    auto stub = AggregatedDiscoveryService::NewStub(grpc::CreateChannel(target, creds));
+    SotwStream stream([&](grpc::ClientContext* ctx) {
+      ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      return stub->StreamAggregatedResources(ctx);
+    });
+    stream.Send(Req(type_url::kCluster, {}, nullptr, true));
+    return stream.Next().has_value();
+  };
+
+  grpc::SslCredentialsOptions with_cert{tls.Read("ca.pem"), tls.Read("client.key"),
+                                        tls.Read("client.pem")};
+  EXPECT_TRUE(try_stream(grpc::SslCredentials(with_cert)));
+  grpc::SslCredentialsOptions without_cert{tls.Read("ca.pem"), "", ""};
+  EXPECT_FALSE(try_stream(grpc::SslCredentials(without_cert)));
+  EXPECT_FALSE(try_stream(grpc::InsecureChannelCredentials()));
+}
+
+}  // namespace
+}  // namespace holdfast
