@@ -3,6 +3,29 @@
 #
 # Inputs: HOLDFAST_PGV_PLUGIN, HOLDFAST_PGV_SOURCE (from scripts/setup.sh),
 # the npm package @grpc/grpc-js-xds under node_modules (package-lock.json).
+#
+# HOLDFAST_PREBUILT_API names another build directory whose envoy_api and
+# envoy_api_grpc are reused as they are (the sanitizer build does this: the
+# generated code takes most of the build time and needs no instrumentation).
+set(HOLDFAST_PREBUILT_API "" CACHE PATH "Build directory to take the generated API libraries from")
+if(HOLDFAST_PREBUILT_API)
+  foreach(lib envoy_api envoy_api_grpc)
+    if(NOT EXISTS "${HOLDFAST_PREBUILT_API}/lib${lib}.a")
+      message(FATAL_ERROR "${HOLDFAST_PREBUILT_API}/lib${lib}.a not found: build ${lib} there first")
+    endif()
+  endforeach()
+  add_library(envoy_api STATIC IMPORTED)
+  set_target_properties(envoy_api PROPERTIES IMPORTED_LOCATION "${HOLDFAST_PREBUILT_API}/libenvoy_api.a")
+  target_include_directories(envoy_api SYSTEM INTERFACE "${HOLDFAST_PREBUILT_API}/gen" "${HOLDFAST_PGV_SOURCE}")
+  target_link_libraries(envoy_api INTERFACE protobuf::libprotobuf PkgConfig::RE2)
+  add_library(envoy_api_all INTERFACE)
+  target_link_libraries(envoy_api_all INTERFACE "$<LINK_LIBRARY:WHOLE_ARCHIVE,envoy_api>")
+  add_library(envoy_api_grpc STATIC IMPORTED)
+  set_target_properties(envoy_api_grpc PROPERTIES IMPORTED_LOCATION "${HOLDFAST_PREBUILT_API}/libenvoy_api_grpc.a")
+  target_include_directories(envoy_api_grpc SYSTEM INTERFACE "${HOLDFAST_PREBUILT_API}/gen_grpc")
+  target_link_libraries(envoy_api_grpc INTERFACE envoy_api_all PkgConfig::GRPCPP)
+  return()
+endif()
 
 set(HOLDFAST_API_DEPS "${PROJECT_SOURCE_DIR}/node_modules/@grpc/grpc-js-xds/deps"
     CACHE PATH "deps/ of the @grpc/grpc-js-xds npm package")

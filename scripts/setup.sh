@@ -41,6 +41,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# The integration tests are driven by pytest.
+python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet "pytest>=7"
+
 # Envoy API protos and the Node.js xDS client, pinned by package-lock.json.
 if [[ ! -f node_modules/.package-lock.json ]] || ! cmp -s package-lock.json node_modules/.holdfast-lock; then
   npm ci --ignore-scripts --no-audit --no-fund

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
-#include "src/source/yaml_json.h"
 #include "src/snapshot/resource.h"
+#include "src/source/yaml_json.h"
 
 namespace holdfast {
 namespace {
@@ -15,7 +15,12 @@ using google::protobuf::Message;
 
 void ParseOne(const YAML::Node& node, ParsedFile* out) {
   const int line = node.Mark().line + 1;
-  nlohmann::json json = YamlToJson(node);
+  absl::StatusOr<nlohmann::json> converted = YamlToJson(node);
+  if (!converted.ok()) {
+    out->problems.push_back({line, "", "", std::string(converted.status().message())});
+    return;
+  }
+  nlohmann::json& json = *converted;
   if (!json.is_object()) {
     out->problems.push_back({line, "", "", "a resource must be a map with an \"@type\""});
     return;
@@ -35,8 +40,8 @@ void ParseOne(const YAML::Node& node, ParsedFile* out) {
       google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
           std::string(TypeNameOf(type_url)));
   if (descriptor == nullptr) {
-    out->problems.push_back({line, type_url, name_hint,
-                             absl::StrCat("@type: unknown type ", type_url)});
+    out->problems.push_back(
+        {line, type_url, name_hint, absl::StrCat("@type: unknown type ", type_url)});
     return;
   }
   json.erase("@type");
@@ -44,7 +49,10 @@ void ParseOne(const YAML::Node& node, ParsedFile* out) {
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(json.dump(), message.get(), options);
+  // Invalid UTF-8 in a string is replaced, not thrown: the JSON parser then
+  // reports the field.
+  std::string text = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto status = google::protobuf::util::JsonStringToMessage(text, message.get(), options);
   if (!status.ok()) {
     out->problems.push_back({line, type_url, name_hint, std::string(status.message())});
     return;
@@ -82,19 +90,25 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
     out.problems.push_back({e.mark.line + 1, "", "", e.msg});
     return out;
   }
-  for (const YAML::Node& document : documents) {
-    if (!document || document.IsNull()) continue;
-    if (document.IsMap() && document["resources"] && !document["@type"]) {
-      const YAML::Node resources = document["resources"];
-      if (!resources.IsSequence()) {
-        out.problems.push_back(
-            {resources.Mark().line + 1, "", "", "resources: expected a list of resources"});
-        continue;
+  try {
+    for (const YAML::Node& document : documents) {
+      if (!document || document.IsNull()) continue;
+      if (document.IsMap() && document["resources"] && !document["@type"]) {
+        const YAML::Node resources = document["resources"];
+        if (!resources.IsSequence()) {
+          out.problems.push_back(
+              {resources.Mark().line + 1, "", "", "resources: expected a list of resources"});
+          continue;
+        }
+        for (const YAML::Node& resource : resources) ParseOne(resource, &out);
+      } else {
+        ParseOne(document, &out);
       }
-      for (const YAML::Node& resource : resources) ParseOne(resource, &out);
-    } else {
-      ParseOne(document, &out);
     }
+  } catch (const std::exception& e) {
+    // yaml-cpp throws for some malformed node accesses; the file is unusable.
+    out.unreadable = true;
+    out.problems.push_back({0, "", "", e.what()});
   }
   return out;
 }

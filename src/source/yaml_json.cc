@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "absl/strings/str_cat.h"
+
 namespace holdfast {
 namespace {
 
@@ -42,7 +44,11 @@ nlohmann::json Scalar(const YAML::Node& node) {
 
 }  // namespace
 
-nlohmann::json YamlToJson(const YAML::Node& node) {
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth) {
+  if (max_depth <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "line ", node.Mark().line + 1, ": nested too deeply (or an alias refers to itself)"));
+  }
   switch (node.Type()) {
     case YAML::NodeType::Null:
       return nullptr;
@@ -50,12 +56,24 @@ nlohmann::json YamlToJson(const YAML::Node& node) {
       return Scalar(node);
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
-      for (const YAML::Node& item : node) array.push_back(YamlToJson(item));
+      for (const YAML::Node& item : node) {
+        absl::StatusOr<nlohmann::json> value = YamlToJson(item, max_depth - 1);
+        if (!value.ok()) return value.status();
+        array.push_back(*std::move(value));
+      }
       return array;
     }
     case YAML::NodeType::Map: {
       nlohmann::json object = nlohmann::json::object();
-      for (const auto& entry : node) object[entry.first.as<std::string>()] = YamlToJson(entry.second);
+      for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("line ", entry.first.Mark().line + 1, ": map keys must be scalars"));
+        }
+        absl::StatusOr<nlohmann::json> value = YamlToJson(entry.second, max_depth - 1);
+        if (!value.ok()) return value.status();
+        object[entry.first.Scalar()] = *std::move(value);
+      }
       return object;
     }
     case YAML::NodeType::Undefined:

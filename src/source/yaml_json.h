@@ -1,5 +1,6 @@
 #pragma once
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
 
@@ -8,7 +9,8 @@ namespace holdfast {
 // Converts a YAML node to JSON the way a person reading the YAML would:
 // unquoted true/false are booleans, unquoted null/~ is null, unquoted numbers
 // are numbers, everything else (and anything quoted) is a string. JSON input
-// (a subset of YAML) converts to itself.
-nlohmann::json YamlToJson(const YAML::Node& node);
+// (a subset of YAML) converts to itself. Nesting deeper than `max_depth`
+// (including aliases that refer to themselves) is an error.
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth = 64);
 
 }  // namespace holdfast

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine, builds holdfast and serves the example
+# configuration on its embedded default source (a directory, no external
+# services): xDS on 127.0.0.1:18000, admin on http://127.0.0.1:19000.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
+export CCACHE_BASEDIR="$PWD"
+scripts/setup.sh build
+cmake --build build --target holdfast
+exec build/src/app/holdfast serve --xds-dir examples/xds "$@"

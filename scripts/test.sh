@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine and runs every test holdfast has:
+#   1. the release build's tests (unit, gRPC, integration with real xDS clients)
+#   2. the unit and gRPC tests again under AddressSanitizer + UBSan
+# Usage: scripts/test.sh   (HOLDFAST_SKIP_SANITIZE=1 skips step 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
+export CCACHE_BASEDIR="$PWD"
+JOBS="${JOBS:-$(nproc)}"
+
+scripts/setup.sh build
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS" -LE integration
+ctest --test-dir build --output-on-failure -L integration
+
+if [[ "${HOLDFAST_SKIP_SANITIZE:-0}" != 1 ]]; then
+  scripts/setup.sh build-asan -DHOLDFAST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+    -DHOLDFAST_PREBUILT_API="$PWD/build"
+  cmake --build build-asan -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" -L unit
+fi
+echo "all tests passed"
