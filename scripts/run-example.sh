@@ -9,4 +9,4 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
 export CCACHE_BASEDIR="$PWD"
 scripts/setup.sh build
 cmake --build build --target holdfast
-exec build/src/app/holdfast serve --xds-dir examples/xds "$@"
+exec build/src/app/holdfast serve --config-dir examples/gateway "$@"

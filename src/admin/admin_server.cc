@@ -61,6 +61,39 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
   return {{"proxies", list}};
 }
 
+nlohmann::json ResourcesToJson(const Snapshot& snapshot) {
+  nlohmann::json types = nlohmann::json::object();
+  for (const std::string& type_url : snapshot.TypeUrls()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [name, resource] : snapshot.Resources(type_url)) {
+      list.push_back(resource->message() != nullptr ? MessageToJson(*resource->message())
+                                                    : nlohmann::json(name));
+    }
+    types[type_url] = list;
+  }
+  return types;
+}
+
+nlohmann::json StatusesToJson(const StatusMap& statuses) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [key, status] : statuses) {
+    nlohmann::json reasons = nlohmann::json::array();
+    for (const FieldError& reason : status.reasons) {
+      reasons.push_back({{"field", reason.path},
+                         {"message", reason.message},
+                         {"location", reason.location.ToString()}});
+    }
+    list.push_back({{"kind", key.kind},
+                    {"namespace", key.ns},
+                    {"name", key.name},
+                    {"status", StatusStateName(status.state)},
+                    {"serving_last_good", status.serving_last_good},
+                    {"location", status.location.ToString()},
+                    {"reasons", reasons}});
+  }
+  return {{"objects", list}};
+}
+
 nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources) {
   nlohmann::json groups = nlohmann::json::object();
   for (const auto& [group, published] : cache.All()) {

@@ -10,6 +10,7 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/translate/status.h"
 #include "src/xds/proxy_state.h"
 
 namespace httplib {
@@ -58,5 +59,7 @@ class AdminServer {
 // JSON renderings, shared with the CLI and tests.
 nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies);
 nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources);
+nlohmann::json ResourcesToJson(const Snapshot& snapshot);
+nlohmann::json StatusesToJson(const StatusMap& statuses);
 
 }  // namespace holdfast

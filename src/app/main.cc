@@ -2,6 +2,7 @@
 // src/app/*.cc.
 #include "CLI/CLI.hpp"
 #include "src/app/serve.h"
+#include "src/app/validate.h"
 #include "src/common/log.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,14 @@ int main(int argc, char** argv) {
 
   holdfast::ServeOptions serve;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve xDS to Envoy proxies and gRPC clients");
+  serve_cmd->add_option("--config-dir", serve.config_dir,
+                        "Directory of gateway objects (YAML): Gateway, VirtualService, "
+                        "RouteTable, Upstream, Secret")
+      ->check(CLI::ExistingDirectory);
+  serve_cmd->add_option("--missing-upstream-status", serve.missing_upstream_status,
+                        "Status code answered by routes whose upstream does not exist")
+      ->capture_default_str()
+      ->check(CLI::Range(200, 599));
   serve_cmd->add_option("--xds-dir", serve.xds_dir,
                         "Directory of raw Envoy resources (YAML/JSON, file-subscription format)")
       ->check(CLI::ExistingDirectory);
@@ -32,8 +41,19 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--ports-file", serve.ports_file,
                         "Write {\"xds\":PORT,\"admin\":PORT} here once listening");
 
+  holdfast::ValidateOptions validate;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Check configuration files as serve would; exit 1 if any object is Rejected");
+  validate_cmd->add_option("paths", validate.paths, "Files or directories of gateway objects")
+      ->required()
+      ->check(CLI::ExistingPath);
+  validate_cmd->add_option("-o,--output", validate.output,
+                           "statuses (default), json, or resources (the Envoy resources to serve)")
+      ->check(CLI::IsMember({"statuses", "json", "resources"}));
+
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (serve_cmd->parsed()) return holdfast::RunServe(serve);
+  if (validate_cmd->parsed()) return holdfast::RunValidate(validate);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
+#include "src/source/config_directory.h"
 #include "src/source/xds_directory.h"
 
 namespace holdfast {
@@ -78,20 +79,38 @@ int RunServe(const ServeOptions& options) {
     LogError("%s", grouper.status().message());
     return 2;
   }
-  if (options.xds_dir.empty()) {
-    LogError("nothing to serve: pass --xds-dir DIR");
+  if (options.xds_dir.empty() == options.config_dir.empty()) {
+    LogError("pass exactly one of --config-dir DIR (gateway objects) or --xds-dir DIR (raw Envoy "
+             "resources)");
     return 2;
   }
 
-  XdsDirectorySource source({.directory = options.xds_dir}, clock, &metrics,
-                            [&cache](SnapshotPtr snapshot) {
-                              cache.Set(cache.default_group(), std::move(snapshot));
-                            });
-  if (absl::Status status = source.Reload(); !status.ok()) {
-    // Not fatal: the directory may appear later; until then we are not ready.
-    LogWarning("%s", status.message());
+  auto publish = [&cache](SnapshotPtr snapshot) {
+    cache.Set(cache.default_group(), std::move(snapshot));
+  };
+  std::unique_ptr<XdsDirectorySource> xds_source;
+  std::unique_ptr<ConfigDirectorySource> config_source;
+  std::function<nlohmann::json()> status_json;
+  absl::Status loaded;
+  if (!options.xds_dir.empty()) {
+    xds_source = std::make_unique<XdsDirectorySource>(
+        XdsDirectorySource::Options{.directory = options.xds_dir}, clock, &metrics, publish);
+    loaded = xds_source->Reload();
+    xds_source->Start();
+    status_json = [&] { return RejectionsToJson(xds_source->rejections()); };
+  } else {
+    ConfigDirectorySource::Options source_options;
+    source_options.directory = options.config_dir;
+    source_options.translator.missing_upstream_status = options.missing_upstream_status;
+    config_source = std::make_unique<ConfigDirectorySource>(source_options, clock, &metrics, publish);
+    loaded = config_source->Reload();
+    config_source->Start();
+    status_json = [&] { return StatusesToJson(config_source->statuses()); };
   }
-  source.Start();
+  if (!loaded.ok()) {
+    // Not fatal: the directory may appear later; until then we are not ready.
+    LogWarning("%s", loaded.message());
+  }
 
   StreamContext context{&cache, &proxies, &stats, &bodies, &*grouper, &clock,
                         options.control_plane_id};
@@ -104,7 +123,7 @@ int RunServe(const ServeOptions& options) {
     LogError("%s", xds.status().message());
     return 1;
   }
-  LogInfo("xds server listening on %s (port %d)%s", options.xds_listen, (*xds)->port(),
+  LogInfo("xds server listening on port %d (%s)%s", (*xds)->port(), options.xds_listen,
           options.tls.enabled()
               ? (options.tls.client_ca_file.empty() ? " with TLS" : " with mutual TLS")
               : "");
@@ -125,7 +144,7 @@ int RunServe(const ServeOptions& options) {
             return Readiness{true, absl::StrCat("serving snapshot ", current.snapshot->version(),
                                                 " (", current.snapshot->size(), " resources)")};
           },
-      .status = [&]() { return RejectionsToJson(source.rejections()); },
+      .status = status_json,
   };
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(options.admin_listen, admin_sources);
@@ -133,7 +152,7 @@ int RunServe(const ServeOptions& options) {
     LogError("%s", admin.status().message());
     return 1;
   }
-  LogInfo("admin server listening on %s (port %d)", options.admin_listen, (*admin)->port());
+  LogInfo("admin server listening on port %d (%s)", (*admin)->port(), options.admin_listen);
 
   if (!options.ports_file.empty()) {
     if (absl::Status status = WritePortsFile(options.ports_file, (*xds)->port(), (*admin)->port());
@@ -147,7 +166,8 @@ int RunServe(const ServeOptions& options) {
   sigwait(&signals, &signal_number);
   LogInfo("received signal %d, shutting down", signal_number);
   (*admin)->Stop();
-  source.Stop();
+  if (xds_source) xds_source->Stop();
+  if (config_source) config_source->Stop();
   (*xds)->Shutdown(absl::Seconds(1));
   metrics.RemoveCollector(collector);
   return 0;

@@ -7,7 +7,9 @@
 namespace holdfast {
 
 struct ServeOptions {
-  std::string xds_dir;  // raw Envoy resources to serve
+  std::string config_dir;  // gateway objects (the embedded default source)
+  std::string xds_dir;     // raw Envoy resources to serve, instead of config_dir
+  uint32_t missing_upstream_status = 503;
   std::string xds_listen = "127.0.0.1:18000";
   std::string admin_listen = "127.0.0.1:19000";
   XdsTlsOptions tls;

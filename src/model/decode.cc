@@ -1,0 +1,462 @@
+#include "src/model/decode.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+#include "re2/re2.h"
+#include "src/model/yaml_cursor.h"
+#include "src/snapshot/resource.h"
+
+namespace holdfast {
+namespace {
+
+constexpr char kApiVersion[] = "holdfast.dev/v1";
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (char c : name) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.')) return false;
+  }
+  return absl::ascii_isalnum(name.front()) && absl::ascii_isalnum(name.back());
+}
+
+void CheckRegex(YamlCursor& c, const std::string& field, const std::string& pattern) {
+  RE2 re(pattern, RE2::Quiet);
+  if (!re.ok()) c.FieldError(field, absl::StrCat("invalid regex: ", re.error()));
+}
+
+ObjectRef DecodeRef(YamlCursor& c) {
+  ObjectRef ref;
+  c.String("name", &ref.name, /*required=*/true);
+  c.String("namespace", &ref.ns);
+  c.RejectUnknownFields();
+  return ref;
+}
+
+std::vector<ObjectRef> DecodeRefs(YamlCursor& c, const std::string& field) {
+  std::vector<ObjectRef> refs;
+  c.List(field, [&](YamlCursor& item) { refs.push_back(DecodeRef(item)); });
+  return refs;
+}
+
+Selector DecodeSelector(YamlCursor& c) {
+  Selector selector;
+  c.StringMap("labels", &selector.labels);
+  std::vector<std::string> namespaces;
+  c.StringList("namespaces", &namespaces);
+  for (const std::string& ns : namespaces) {
+    if (ns == "*") {
+      selector.all_namespaces = true;
+    } else {
+      selector.namespaces.push_back(ns);
+    }
+  }
+  c.RejectUnknownFields();
+  return selector;
+}
+
+// Reads a string matcher whose kind is one of `kinds` (field names).
+std::optional<StringMatch> DecodeStringMatch(YamlCursor& c, bool allow_present) {
+  static const std::pair<const char*, StringMatch::Kind> kKinds[] = {
+      {"exact", StringMatch::Kind::kExact},   {"prefix", StringMatch::Kind::kPrefix},
+      {"suffix", StringMatch::Kind::kSuffix}, {"regex", StringMatch::Kind::kRegex},
+      {"present", StringMatch::Kind::kPresent}};
+  std::optional<StringMatch> match;
+  std::vector<std::string> given;
+  for (const auto& [field, kind] : kKinds) {
+    if (!c.Has(field)) continue;
+    given.push_back(field);
+    if (kind == StringMatch::Kind::kPresent) {
+      bool present = false;
+      c.Bool(field, &present);
+      if (!allow_present) c.FieldError(field, "not supported here");
+      match = StringMatch{kind, ""};
+      continue;
+    }
+    std::string value;
+    c.String(field, &value);
+    if (kind == StringMatch::Kind::kRegex) CheckRegex(c, field, value);
+    match = StringMatch{kind, value};
+  }
+  if (given.size() > 1) {
+    c.Error(absl::StrCat("set only one of exact, prefix, suffix, regex, present; got ",
+                         absl::StrJoin(given, ", ")));
+  }
+  if (given.empty()) {
+    c.Error(allow_present ? "set one of exact, prefix, suffix, regex, present"
+                          : "set one of exact, prefix, suffix, regex");
+  }
+  return match;
+}
+
+HeaderEdits DecodeHeaderEdits(YamlCursor& c) {
+  HeaderEdits edits;
+  std::map<std::string, std::string> add, set;
+  c.StringMap("add", &add);
+  c.StringMap("set", &set);
+  edits.add.assign(add.begin(), add.end());
+  edits.set.assign(set.begin(), set.end());
+  c.StringList("remove", &edits.remove);
+  c.RejectUnknownFields();
+  return edits;
+}
+
+RouteOptions DecodeOptions(YamlCursor& c) {
+  RouteOptions options;
+  c.String("prefixRewrite", &options.prefix_rewrite);
+  c.String("hostRewrite", &options.host_rewrite);
+  c.OptionalDuration("timeout", &options.timeout);
+  if (auto r = c.Map("retries")) {
+    RetryPolicy retries;
+    r->String("retryOn", &retries.retry_on);
+    r->Uint("numRetries", &retries.num_retries, 0, 100);
+    r->OptionalDuration("perTryTimeout", &retries.per_try_timeout);
+    r->RejectUnknownFields();
+    options.retries = retries;
+  }
+  if (auto h = c.Map("requestHeaders")) options.request_headers = DecodeHeaderEdits(*h);
+  if (auto h = c.Map("responseHeaders")) options.response_headers = DecodeHeaderEdits(*h);
+  if (auto cc = c.Map("cors")) {
+    CorsPolicy cors;
+    std::vector<std::string> origins, origin_regexes;
+    cc->StringList("allowOrigins", &origins);
+    cc->StringList("allowOriginRegexes", &origin_regexes);
+    for (const auto& o : origins) cors.allow_origins.push_back({StringMatch::Kind::kExact, o});
+    for (const auto& o : origin_regexes) {
+      CheckRegex(*cc, "allowOriginRegexes", o);
+      cors.allow_origins.push_back({StringMatch::Kind::kRegex, o});
+    }
+    cc->StringList("allowMethods", &cors.allow_methods);
+    cc->StringList("allowHeaders", &cors.allow_headers);
+    cc->StringList("exposeHeaders", &cors.expose_headers);
+    cc->OptionalDuration("maxAge", &cors.max_age);
+    cc->Bool("allowCredentials", &cors.allow_credentials);
+    cc->RejectUnknownFields();
+    if (cors.allow_origins.empty()) cc->Error("allowOrigins or allowOriginRegexes is required");
+    options.cors = cors;
+  }
+  c.RejectUnknownFields();
+  return options;
+}
+
+Route DecodeRoute(YamlCursor& c) {
+  Route route;
+  route.path = c.path();
+  route.location = c.location();
+  c.String("name", &route.name);
+  if (auto m = c.Map("match")) {
+    int path_kinds = m->Has("prefix") + m->Has("exact") + m->Has("regex");
+    if (path_kinds > 1) m->Error("set only one of prefix, exact, regex");
+    if (m->Has("exact")) {
+      route.match.path = {StringMatch::Kind::kExact, ""};
+      m->String("exact", &route.match.path.value);
+    } else if (m->Has("regex")) {
+      route.match.path = {StringMatch::Kind::kRegex, ""};
+      m->String("regex", &route.match.path.value);
+      CheckRegex(*m, "regex", route.match.path.value);
+    } else {
+      m->String("prefix", &route.match.path.value);
+    }
+    if (route.match.path.kind != StringMatch::Kind::kRegex && !route.match.path.value.empty() &&
+        route.match.path.value[0] != '/') {
+      m->Error("path must start with /");
+    }
+    m->List("headers", [&](YamlCursor& h) {
+      HeaderMatch header;
+      h.String("name", &header.name, true);
+      h.Bool("invert", &header.invert);
+      if (auto match = DecodeStringMatch(h, true)) header.match = *match;
+      h.RejectUnknownFields();
+      route.match.headers.push_back(header);
+    });
+    m->List("queryParams", [&](YamlCursor& q) {
+      QueryParamMatch param;
+      q.String("name", &param.name, true);
+      if (auto match = DecodeStringMatch(q, true)) param.match = *match;
+      q.RejectUnknownFields();
+      route.match.query_params.push_back(param);
+    });
+    m->StringList("methods", &route.match.methods);
+    for (std::string& method : route.match.methods) method = absl::AsciiStrToUpper(method);
+    m->RejectUnknownFields();
+  }
+
+  std::vector<std::string> actions;
+  if (c.Has("upstream")) {
+    actions.push_back("upstream");
+    ObjectRef ref;
+    c.String("upstream", &ref.name);
+    route.action = ref;
+  }
+  if (c.Has("upstreams")) {
+    actions.push_back("upstreams");
+    std::vector<WeightedUpstream> weighted;
+    c.List("upstreams", [&](YamlCursor& u) {
+      WeightedUpstream w;
+      u.String("name", &w.upstream.name, true);
+      u.String("namespace", &w.upstream.ns);
+      u.Uint("weight", &w.weight, 0, 1'000'000);
+      u.RejectUnknownFields();
+      weighted.push_back(w);
+    });
+    uint64_t total = 0;
+    for (const auto& w : weighted) total += w.weight;
+    if (weighted.empty()) c.FieldError("upstreams", "must list at least one upstream");
+    else if (total == 0) c.FieldError("upstreams", "weights must not all be zero");
+    route.action = weighted;
+  }
+  if (auto r = c.Map("redirect")) {
+    actions.push_back("redirect");
+    Redirect redirect;
+    r->String("host", &redirect.host);
+    r->String("path", &redirect.path);
+    r->String("prefixRewrite", &redirect.prefix_rewrite);
+    r->Bool("https", &redirect.https);
+    r->Uint("code", &redirect.code);
+    if (redirect.code != 301 && redirect.code != 302 && redirect.code != 303 &&
+        redirect.code != 307 && redirect.code != 308) {
+      r->FieldError("code", "must be one of 301, 302, 303, 307, 308");
+    }
+    if (!redirect.path.empty() && !redirect.prefix_rewrite.empty()) {
+      r->Error("set only one of path and prefixRewrite");
+    }
+    r->RejectUnknownFields();
+    route.action = redirect;
+  }
+  if (auto d = c.Map("directResponse")) {
+    actions.push_back("directResponse");
+    DirectResponse direct;
+    d->Uint("status", &direct.status, 200, 599, true);
+    d->String("body", &direct.body);
+    d->RejectUnknownFields();
+    route.action = direct;
+  }
+  if (auto d = c.Map("delegate")) {
+    actions.push_back("delegate");
+    Delegate delegate;
+    delegate.route_tables = DecodeRefs(*d, "routeTables");
+    if (auto s = d->Map("selector")) delegate.selector = DecodeSelector(*s);
+    if (delegate.route_tables.empty() && !delegate.selector) {
+      d->Error("set routeTables or selector");
+    }
+    d->RejectUnknownFields();
+    route.action = delegate;
+  }
+  if (actions.empty()) {
+    c.Error("a route needs one action: upstream, upstreams, redirect, directResponse or delegate");
+  } else if (actions.size() > 1) {
+    c.Error(absl::StrCat("a route has exactly one action; got ", absl::StrJoin(actions, ", ")));
+  }
+  if (auto o = c.Map("options")) route.options = DecodeOptions(*o);
+  c.RejectUnknownFields();
+  return route;
+}
+
+std::vector<Route> DecodeRoutes(YamlCursor& spec) {
+  std::vector<Route> routes;
+  spec.List("routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
+  return routes;
+}
+
+UpstreamSpec DecodeUpstream(YamlCursor& c) {
+  UpstreamSpec spec;
+  c.List("hosts", [&](YamlCursor& h) {
+    UpstreamHost host;
+    h.String("address", &host.address, true);
+    h.Uint("port", &host.port, 1, 65535, true);
+    h.Uint("weight", &host.weight, 1, 128);
+    h.RejectUnknownFields();
+    spec.hosts.push_back(host);
+  }, true);
+  if (auto t = c.Map("tls")) {
+    UpstreamTls tls;
+    t->String("caFile", &tls.ca_file);
+    t->String("sni", &tls.sni);
+    t->RejectUnknownFields();
+    spec.tls = tls;
+  }
+  c.Duration("connectTimeout", &spec.connect_timeout);
+  if (spec.connect_timeout <= absl::ZeroDuration() && c.Has("connectTimeout")) {
+    c.FieldError("connectTimeout", "must be greater than zero");
+  }
+  std::string lb = "RoundRobin";
+  c.String("loadBalancing", &lb);
+  if (lb == "RoundRobin") spec.load_balancing = LoadBalancing::kRoundRobin;
+  else if (lb == "LeastRequest") spec.load_balancing = LoadBalancing::kLeastRequest;
+  else if (lb == "Random") spec.load_balancing = LoadBalancing::kRandom;
+  else if (lb == "RingHash") spec.load_balancing = LoadBalancing::kRingHash;
+  else c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
+  c.Bool("http2", &spec.http2);
+  if (auto b = c.Map("circuitBreakers")) {
+    CircuitBreakers cb;
+    auto read = [&](const char* field, std::optional<uint32_t>* out) {
+      uint32_t v = 0;
+      if (b->Has(field) && b->Uint(field, &v, 1)) *out = v;
+      else b->Uint(field, &v);  // marks the field as known
+    };
+    read("maxConnections", &cb.max_connections);
+    read("maxPendingRequests", &cb.max_pending_requests);
+    read("maxRequests", &cb.max_requests);
+    read("maxRetries", &cb.max_retries);
+    b->RejectUnknownFields();
+    spec.circuit_breakers = cb;
+  }
+  if (auto h = c.Map("healthCheck")) {
+    HealthCheck hc;
+    h->String("path", &hc.path);
+    h->Duration("interval", &hc.interval);
+    h->Duration("timeout", &hc.timeout);
+    h->Uint("healthyThreshold", &hc.healthy_threshold, 1, 100);
+    h->Uint("unhealthyThreshold", &hc.unhealthy_threshold, 1, 100);
+    if (hc.interval <= absl::ZeroDuration()) h->FieldError("interval", "must be greater than zero");
+    if (hc.timeout <= absl::ZeroDuration()) h->FieldError("timeout", "must be greater than zero");
+    if (hc.path.empty() || hc.path[0] != '/') h->FieldError("path", "must start with /");
+    h->RejectUnknownFields();
+    spec.health_check = hc;
+  }
+  if (auto o = c.Map("outlierDetection")) {
+    OutlierDetection od;
+    o->Uint("consecutive5xx", &od.consecutive_5xx, 1, 1000);
+    o->Duration("interval", &od.interval);
+    o->Duration("baseEjectionTime", &od.base_ejection_time);
+    o->Uint("maxEjectionPercent", &od.max_ejection_percent, 0, 100);
+    if (od.interval <= absl::ZeroDuration()) o->FieldError("interval", "must be greater than zero");
+    o->RejectUnknownFields();
+    spec.outlier_detection = od;
+  }
+  c.RejectUnknownFields();
+  return spec;
+}
+
+GatewaySpec DecodeGateway(YamlCursor& c) {
+  GatewaySpec spec;
+  c.String("bindAddress", &spec.bind_address);
+  c.Uint("port", &spec.port, 1, 65535, true);
+  if (auto t = c.Map("tls")) {
+    GatewayTls tls;
+    t->String("certFile", &tls.cert_file);
+    t->String("keyFile", &tls.key_file);
+    if (auto s = t->Map("secretRef")) tls.secret = DecodeRef(*s);
+    const bool files = !tls.cert_file.empty() || !tls.key_file.empty();
+    if (files == !tls.secret.name.empty()) t->Error("set either certFile and keyFile, or secretRef");
+    else if (files && (tls.cert_file.empty() || tls.key_file.empty())) t->Error("set both certFile and keyFile");
+    t->RejectUnknownFields();
+    spec.tls = tls;
+  }
+  spec.virtual_services = DecodeRefs(c, "virtualServices");
+  if (auto s = c.Map("virtualServiceSelector")) spec.virtual_service_selector = DecodeSelector(*s);
+  if (spec.virtual_services.empty() && !spec.virtual_service_selector) {
+    c.Error("set virtualServices or virtualServiceSelector");
+  }
+  c.RejectUnknownFields();
+  return spec;
+}
+
+DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file) {
+  DecodedObject decoded;
+  decoded.location = {file, document.Mark().line + 1};
+  YamlCursor root(document, "", file, &decoded.errors);
+  if (!root.IsMap()) return decoded;
+
+  std::string api_version, kind_name;
+  root.String("apiVersion", &api_version, true);
+  root.String("kind", &kind_name, true);
+  if (!api_version.empty() && api_version != kApiVersion) {
+    root.FieldError("apiVersion", absl::StrCat("must be ", kApiVersion));
+  }
+  GatewayObject object;
+  if (auto m = root.Map("metadata")) {
+    m->String("name", &object.meta.name, true);
+    m->String("namespace", &object.meta.ns);
+    if (object.meta.ns.empty()) object.meta.ns = "default";
+    if (!object.meta.name.empty() && !ValidName(object.meta.name)) {
+      m->FieldError("name", "must be lowercase letters, digits, '-' or '.', starting and ending "
+                            "with a letter or digit");
+    }
+    m->StringMap("labels", &object.meta.labels);
+    std::map<std::string, std::string> annotations;
+    m->StringMap("annotations", &annotations);
+    m->RejectUnknownFields();
+  } else {
+    root.FieldError("metadata", "required");
+  }
+  object.meta.location = decoded.location;
+  if (!kind_name.empty() && !object.meta.name.empty()) {
+    decoded.key = ObjectKey{kind_name, object.meta.ns, object.meta.name};
+  }
+
+  std::optional<YamlCursor> spec = root.Map("spec");
+  if (!spec) {
+    if (!root.Has("spec")) root.FieldError("spec", "required");
+  } else if (kind_name == kind::kUpstream) {
+    object.spec = DecodeUpstream(*spec);
+  } else if (kind_name == kind::kVirtualService) {
+    VirtualServiceSpec vs;
+    spec->StringList("domains", &vs.domains);
+    if (vs.domains.empty()) spec->FieldError("domains", "must list at least one domain");
+    vs.routes = DecodeRoutes(*spec);
+    spec->RejectUnknownFields();
+    object.spec = vs;
+  } else if (kind_name == kind::kRouteTable) {
+    RouteTableSpec rt;
+    spec->Int("weight", &rt.weight);
+    rt.routes = DecodeRoutes(*spec);
+    spec->RejectUnknownFields();
+    object.spec = rt;
+  } else if (kind_name == kind::kGateway) {
+    object.spec = DecodeGateway(*spec);
+  } else if (kind_name == kind::kSecret) {
+    SecretSpec secret;
+    spec->String("certificate", &secret.certificate, true);
+    spec->String("privateKey", &secret.private_key, true);
+    spec->RejectUnknownFields();
+    object.spec = secret;
+  } else if (!kind_name.empty()) {
+    root.FieldError("kind", "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret");
+  }
+  root.RejectUnknownFields();
+  if (decoded.errors.empty()) {
+    YAML::Emitter emitter;
+    emitter << document;
+    object.content_digest = ContentDigest(emitter.c_str());
+    decoded.object = std::move(object);
+  }
+  return decoded;
+}
+
+}  // namespace
+
+std::string GatewayObject::kind() const {
+  switch (spec.index()) {
+    case 0: return kind::kUpstream;
+    case 1: return kind::kVirtualService;
+    case 2: return kind::kRouteTable;
+    case 3: return kind::kGateway;
+    case 4: return kind::kSecret;
+  }
+  return "";
+}
+
+DecodedFile DecodeObjects(const std::string& contents, const std::string& file) {
+  DecodedFile out;
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(contents);
+  } catch (const YAML::Exception& e) {
+    out.syntax_error = FieldError{"", e.msg, {file, e.mark.line + 1}};
+    return out;
+  }
+  for (const YAML::Node& document : documents) {
+    if (!document || document.IsNull()) continue;
+    try {
+      out.objects.push_back(DecodeDocument(document, file));
+    } catch (const std::exception& e) {
+      DecodedObject failed;
+      failed.location = {file, document.Mark().line + 1};
+      failed.errors.Add("", e.what(), failed.location);
+      out.objects.push_back(std::move(failed));
+    }
+  }
+  return out;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/model/object.h"
+
+namespace holdfast {
+
+// One problem with one field of an object.
+struct FieldError {
+  std::string path;  // e.g. "spec.routes[2].match.regex"
+  std::string message;
+  SourceLocation location;
+  std::string ToString() const;
+};
+
+// Collects every problem found while decoding or translating an object,
+// instead of stopping at the first, so users fix everything in one pass.
+class FieldErrors {
+ public:
+  void Add(std::string path, std::string message, SourceLocation location = {});
+  bool empty() const { return errors_.empty(); }
+  const std::vector<FieldError>& errors() const { return errors_; }
+  std::string ToString() const;
+
+ private:
+  std::vector<FieldError> errors_;
+};
+
+}  // namespace holdfast

@@ -1,0 +1,210 @@
+#pragma once
+// The gateway configuration model: what users write. Each kind is a plain
+// value type; decoding (decode.h) fills it and reports field-path errors,
+// validation beyond shape (references, conflicts, cycles) is the
+// translator's job.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "src/model/object.h"
+
+namespace holdfast {
+
+// ---- Upstream -------------------------------------------------------------
+
+struct UpstreamHost {
+  std::string address;
+  uint32_t port = 0;
+  uint32_t weight = 1;
+};
+
+struct UpstreamTls {
+  std::string ca_file;  // empty: no server verification (discouraged, warned)
+  std::string sni;
+};
+
+struct CircuitBreakers {
+  std::optional<uint32_t> max_connections;
+  std::optional<uint32_t> max_pending_requests;
+  std::optional<uint32_t> max_requests;
+  std::optional<uint32_t> max_retries;
+};
+
+struct HealthCheck {
+  std::string path = "/";  // HTTP GET health check
+  absl::Duration interval = absl::Seconds(10);
+  absl::Duration timeout = absl::Seconds(2);
+  uint32_t healthy_threshold = 2;
+  uint32_t unhealthy_threshold = 3;
+};
+
+struct OutlierDetection {
+  uint32_t consecutive_5xx = 5;
+  absl::Duration interval = absl::Seconds(10);
+  absl::Duration base_ejection_time = absl::Seconds(30);
+  uint32_t max_ejection_percent = 10;
+};
+
+enum class LoadBalancing { kRoundRobin, kLeastRequest, kRandom, kRingHash };
+
+struct UpstreamSpec {
+  std::vector<UpstreamHost> hosts;
+  std::optional<UpstreamTls> tls;
+  absl::Duration connect_timeout = absl::Seconds(5);
+  LoadBalancing load_balancing = LoadBalancing::kRoundRobin;
+  bool http2 = false;  // speak HTTP/2 to the hosts (gRPC backends)
+  std::optional<CircuitBreakers> circuit_breakers;
+  std::optional<HealthCheck> health_check;
+  std::optional<OutlierDetection> outlier_detection;
+};
+
+// ---- Routes ---------------------------------------------------------------
+
+struct StringMatch {
+  enum class Kind { kExact, kPrefix, kSuffix, kRegex, kPresent };
+  Kind kind = Kind::kExact;
+  std::string value;
+};
+
+struct HeaderMatch {
+  std::string name;
+  StringMatch match;
+  bool invert = false;
+};
+
+struct QueryParamMatch {
+  std::string name;
+  StringMatch match;
+};
+
+struct RouteMatch {
+  // Path: exactly one of prefix (default "/"), exact, regex.
+  StringMatch path{StringMatch::Kind::kPrefix, "/"};
+  std::vector<HeaderMatch> headers;
+  std::vector<QueryParamMatch> query_params;
+  std::vector<std::string> methods;
+};
+
+struct WeightedUpstream {
+  ObjectRef upstream;
+  uint32_t weight = 1;
+};
+
+struct Redirect {
+  std::string host;
+  std::string path;
+  std::string prefix_rewrite;
+  bool https = false;
+  uint32_t code = 301;  // 301, 302, 303, 307, 308
+};
+
+struct DirectResponse {
+  uint32_t status = 200;
+  std::string body;
+};
+
+struct Delegate {
+  std::vector<ObjectRef> route_tables;
+  std::optional<Selector> selector;
+};
+
+struct RetryPolicy {
+  std::string retry_on = "5xx,connect-failure,reset";
+  uint32_t num_retries = 1;
+  std::optional<absl::Duration> per_try_timeout;
+};
+
+struct HeaderEdits {
+  std::vector<std::pair<std::string, std::string>> add;  // appended, in order
+  std::vector<std::pair<std::string, std::string>> set;  // overwrite
+  std::vector<std::string> remove;
+};
+
+struct CorsPolicy {
+  std::vector<StringMatch> allow_origins;
+  std::vector<std::string> allow_methods;
+  std::vector<std::string> allow_headers;
+  std::vector<std::string> expose_headers;
+  std::optional<absl::Duration> max_age;
+  bool allow_credentials = false;
+};
+
+struct RouteOptions {
+  std::string prefix_rewrite;
+  std::string host_rewrite;
+  std::optional<absl::Duration> timeout;
+  std::optional<RetryPolicy> retries;
+  HeaderEdits request_headers;
+  HeaderEdits response_headers;
+  std::optional<CorsPolicy> cors;
+};
+
+using RouteAction =
+    std::variant<ObjectRef /*single upstream*/, std::vector<WeightedUpstream>, Redirect,
+                 DirectResponse, Delegate>;
+
+struct Route {
+  std::string name;
+  RouteMatch match;
+  RouteAction action;
+  RouteOptions options;
+  std::string path;  // field path of this route in its object, for statuses
+  SourceLocation location;
+};
+
+// ---- Virtual services, route tables, gateways -----------------------------
+
+struct VirtualServiceSpec {
+  std::vector<std::string> domains;
+  std::vector<Route> routes;
+};
+
+struct RouteTableSpec {
+  int32_t weight = 0;  // lower first among tables delegated to together
+  std::vector<Route> routes;
+};
+
+struct GatewayTls {
+  std::string cert_file;
+  std::string key_file;
+  ObjectRef secret;  // alternative to files: a Secret object (certificate, key)
+};
+
+struct GatewaySpec {
+  std::string bind_address = "0.0.0.0";
+  uint32_t port = 8080;
+  std::optional<GatewayTls> tls;
+  std::vector<ObjectRef> virtual_services;
+  std::optional<Selector> virtual_service_selector;
+};
+
+// TLS material referenced by gateways (kind Secret).
+struct SecretSpec {
+  std::string certificate;  // PEM
+  std::string private_key;  // PEM
+};
+
+// One object of any kind, as decoded.
+struct GatewayObject {
+  ObjectMeta meta;
+  std::variant<UpstreamSpec, VirtualServiceSpec, RouteTableSpec, GatewaySpec, SecretSpec> spec;
+  std::string kind() const;
+  ObjectKey key() const { return {kind(), meta.ns, meta.name}; }
+  // Digest of the decoded content, for change detection.
+  std::string content_digest;
+};
+
+namespace kind {
+inline constexpr char kUpstream[] = "Upstream";
+inline constexpr char kVirtualService[] = "VirtualService";
+inline constexpr char kRouteTable[] = "RouteTable";
+inline constexpr char kGateway[] = "Gateway";
+inline constexpr char kSecret[] = "Secret";
+}  // namespace kind
+
+}  // namespace holdfast

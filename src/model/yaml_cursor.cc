@@ -1,0 +1,211 @@
+#include "src/model/yaml_cursor.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace holdfast {
+
+std::optional<absl::Duration> ParseDuration(const std::string& text) {
+  absl::Duration d;
+  if (absl::ParseDuration(text, &d) && d >= absl::ZeroDuration() && d != absl::InfiniteDuration()) {
+    return d;
+  }
+  double seconds = 0;
+  if (absl::SimpleAtod(text, &seconds) && seconds >= 0) return absl::Seconds(seconds);
+  return std::nullopt;
+}
+
+YamlCursor::YamlCursor(YAML::Node node, std::string path, std::string file, FieldErrors* errors)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), errors_(errors) {
+  if (!node_.IsMap()) Error("expected a map");
+}
+
+SourceLocation YamlCursor::location() const { return {file_, node_.Mark().line + 1}; }
+
+bool YamlCursor::Has(const std::string& name) const {
+  return node_.IsMap() && node_[name] && !node_[name].IsNull();
+}
+
+std::string YamlCursor::Child(const std::string& name) const {
+  return path_.empty() ? name : absl::StrCat(path_, ".", name);
+}
+
+void YamlCursor::Error(const std::string& message) const {
+  errors_->Add(path_, message, location());
+}
+
+void YamlCursor::FieldError(const std::string& name, const std::string& message) const {
+  int line = node_.Mark().line + 1;
+  if (node_.IsMap() && node_[name]) line = node_[name].Mark().line + 1;
+  errors_->Add(Child(name), message, {file_, line});
+}
+
+std::optional<YAML::Node> YamlCursor::Get(const std::string& name, bool required) {
+  read_.insert(name);
+  if (!node_.IsMap()) return std::nullopt;
+  YAML::Node value = node_[name];
+  if (!value || value.IsNull()) {
+    if (required) FieldError(name, "required");
+    return std::nullopt;
+  }
+  return value;
+}
+
+bool YamlCursor::String(const std::string& name, std::string* out, bool required) {
+  auto value = Get(name, required);
+  if (!value) return !required;
+  if (!value->IsScalar()) {
+    FieldError(name, "expected a string");
+    return false;
+  }
+  *out = value->Scalar();
+  if (required && out->empty()) {
+    FieldError(name, "must not be empty");
+    return false;
+  }
+  return true;
+}
+
+bool YamlCursor::Uint(const std::string& name, uint32_t* out, uint32_t min, uint32_t max,
+                      bool required) {
+  auto value = Get(name, required);
+  if (!value) return !required;
+  uint64_t v = 0;
+  if (!value->IsScalar() || !absl::SimpleAtoi(value->Scalar(), &v)) {
+    FieldError(name, "expected a non-negative integer");
+    return false;
+  }
+  if (v < min || v > max) {
+    FieldError(name, absl::StrCat("must be between ", min, " and ", max, ", got ", v));
+    return false;
+  }
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+bool YamlCursor::Int(const std::string& name, int32_t* out) {
+  auto value = Get(name, false);
+  if (!value) return true;
+  if (!value->IsScalar() || !absl::SimpleAtoi(value->Scalar(), out)) {
+    FieldError(name, "expected an integer");
+    return false;
+  }
+  return true;
+}
+
+bool YamlCursor::Bool(const std::string& name, bool* out) {
+  auto value = Get(name, false);
+  if (!value) return true;
+  const std::string s = value->IsScalar() ? value->Scalar() : "";
+  if (s == "true") {
+    *out = true;
+  } else if (s == "false") {
+    *out = false;
+  } else {
+    FieldError(name, "expected true or false");
+    return false;
+  }
+  return true;
+}
+
+bool YamlCursor::Duration(const std::string& name, absl::Duration* out, bool required) {
+  auto value = Get(name, required);
+  if (!value) return !required;
+  std::optional<absl::Duration> d =
+      value->IsScalar() ? ParseDuration(value->Scalar()) : std::nullopt;
+  if (!d) {
+    FieldError(name, "expected a duration such as 500ms, 5s or 1m");
+    return false;
+  }
+  *out = *d;
+  return true;
+}
+
+bool YamlCursor::OptionalDuration(const std::string& name, std::optional<absl::Duration>* out) {
+  if (!Has(name)) {
+    read_.insert(name);
+    return true;
+  }
+  absl::Duration d;
+  if (!Duration(name, &d)) return false;
+  *out = d;
+  return true;
+}
+
+bool YamlCursor::StringList(const std::string& name, std::vector<std::string>* out) {
+  auto value = Get(name, false);
+  if (!value) return true;
+  if (!value->IsSequence()) {
+    FieldError(name, "expected a list of strings");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < value->size(); ++i) {
+    const YAML::Node item = (*value)[i];
+    if (!item.IsScalar()) {
+      errors_->Add(absl::StrCat(Child(name), "[", i, "]"), "expected a string",
+                   {file_, item.Mark().line + 1});
+      ok = false;
+      continue;
+    }
+    out->push_back(item.Scalar());
+  }
+  return ok;
+}
+
+bool YamlCursor::StringMap(const std::string& name, std::map<std::string, std::string>* out) {
+  auto value = Get(name, false);
+  if (!value) return true;
+  if (!value->IsMap()) {
+    FieldError(name, "expected a map of strings");
+    return false;
+  }
+  bool ok = true;
+  for (const auto& entry : *value) {
+    if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
+      errors_->Add(Child(name), "keys and values must be strings",
+                   {file_, entry.first.Mark().line + 1});
+      ok = false;
+      continue;
+    }
+    (*out)[entry.first.Scalar()] = entry.second.Scalar();
+  }
+  return ok;
+}
+
+void YamlCursor::List(const std::string& name, const std::function<void(YamlCursor&)>& each,
+                      bool required) {
+  auto value = Get(name, required);
+  if (!value) return;
+  if (!value->IsSequence()) {
+    FieldError(name, "expected a list");
+    return;
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    YamlCursor item((*value)[i], absl::StrCat(Child(name), "[", i, "]"), file_, errors_);
+    if (!item.IsMap()) continue;
+    each(item);
+  }
+}
+
+std::optional<YamlCursor> YamlCursor::Map(const std::string& name) {
+  auto value = Get(name, false);
+  if (!value) return std::nullopt;
+  if (!value->IsMap()) {
+    FieldError(name, "expected a map");
+    return std::nullopt;
+  }
+  return YamlCursor(*value, Child(name), file_, errors_);
+}
+
+void YamlCursor::RejectUnknownFields() {
+  if (!node_.IsMap()) return;
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+    if (!read_.contains(key)) {
+      errors_->Add(Child(key), "unknown field", {file_, entry.first.Mark().line + 1});
+    }
+  }
+}
+
+}  // namespace holdfast

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/time/time.h"
+#include "src/model/field_errors.h"
+#include "yaml-cpp/yaml.h"
+
+namespace holdfast {
+
+// Reads one YAML map field by field, recording every problem with its field
+// path and line in a FieldErrors, and reporting fields nobody asked for.
+class YamlCursor {
+ public:
+  YamlCursor(YAML::Node node, std::string path, std::string file, FieldErrors* errors);
+
+  const std::string& path() const { return path_; }
+  SourceLocation location() const;
+  bool IsMap() const { return node_.IsMap(); }
+  bool Has(const std::string& name) const;
+
+  // Each reader returns false (and records why) when the field is present
+  // but invalid, or absent and required; absent optional fields leave *out.
+  bool String(const std::string& name, std::string* out, bool required = false);
+  bool Uint(const std::string& name, uint32_t* out, uint32_t min = 0, uint32_t max = UINT32_MAX,
+            bool required = false);
+  bool Int(const std::string& name, int32_t* out);
+  bool Bool(const std::string& name, bool* out);
+  bool Duration(const std::string& name, absl::Duration* out, bool required = false);
+  bool OptionalDuration(const std::string& name, std::optional<absl::Duration>* out);
+  bool StringList(const std::string& name, std::vector<std::string>* out);
+  bool StringMap(const std::string& name, std::map<std::string, std::string>* out);
+  // Calls `each` for every item of a list of maps.
+  void List(const std::string& name, const std::function<void(YamlCursor&)>& each,
+            bool required = false);
+  // A nested map; nullopt when absent (or not a map, which is recorded).
+  std::optional<YamlCursor> Map(const std::string& name);
+
+  void Error(const std::string& message) const;
+  void FieldError(const std::string& name, const std::string& message) const;
+  // Records every key that no reader asked for as unknown.
+  void RejectUnknownFields();
+
+ private:
+  std::optional<YAML::Node> Get(const std::string& name, bool required);
+  std::string Child(const std::string& name) const;
+
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+  FieldErrors* errors_;
+  std::set<std::string> read_;
+};
+
+// Parses "1.5s", "100ms", "2m", "1h" (also a bare number of seconds).
+std::optional<absl::Duration> ParseDuration(const std::string& text);
+
+}  // namespace holdfast

@@ -1,0 +1,50 @@
+#include "src/source/directory_scanner.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace holdfast {
+
+namespace fs = std::filesystem;
+
+absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
+    const std::string& directory, const std::vector<std::string>& extensions) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink,
+                                      ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
+  std::map<std::string, FileFingerprint> files;
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
+    const fs::path& path = it->path();
+    if (!path.filename().empty() && path.filename().string()[0] == '.') {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    const std::string ext = path.extension().string();
+    if (std::find(extensions.begin(), extensions.end(), ext) == extensions.end()) continue;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    files[path.string()] = {
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+        static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+  }
+  return files;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
+  return contents.str();
+}
+
+}  // namespace holdfast

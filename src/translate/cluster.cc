@@ -1,0 +1,136 @@
+#include "src/translate/cluster.h"
+
+#include <arpa/inet.h>
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
+#include "google/protobuf/util/time_util.h"
+#include "src/translate/names.h"
+
+namespace holdfast {
+namespace {
+
+using envoy::config::cluster::v3::Cluster;
+using envoy::config::endpoint::v3::ClusterLoadAssignment;
+
+bool IsIpAddress(const std::string& address) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, address.c_str(), buf) == 1 ||
+         inet_pton(AF_INET6, address.c_str(), buf) == 1;
+}
+
+void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
+  *out = google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+ClusterLoadAssignment LoadAssignment(const std::string& name, const UpstreamSpec& spec) {
+  ClusterLoadAssignment cla;
+  cla.set_cluster_name(name);
+  auto* locality = cla.add_endpoints();
+  // gRPC ignores localities without a weight.
+  locality->mutable_load_balancing_weight()->set_value(1);
+  for (const UpstreamHost& host : spec.hosts) {
+    auto* lb_endpoint = locality->add_lb_endpoints();
+    auto* socket = lb_endpoint->mutable_endpoint()->mutable_address()->mutable_socket_address();
+    socket->set_address(host.address);
+    socket->set_port_value(host.port);
+    lb_endpoint->mutable_load_balancing_weight()->set_value(host.weight);
+  }
+  return cla;
+}
+
+}  // namespace
+
+std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectStatus* status) {
+  const auto& spec = std::get<UpstreamSpec>(object.spec);
+  const std::string name = names::Cluster(object.meta.ns, object.meta.name);
+
+  Cluster cluster;
+  cluster.set_name(name);
+  SetDuration(spec.connect_timeout, cluster.mutable_connect_timeout());
+  switch (spec.load_balancing) {
+    case LoadBalancing::kRoundRobin: cluster.set_lb_policy(Cluster::ROUND_ROBIN); break;
+    case LoadBalancing::kLeastRequest:
+      cluster.set_lb_policy(Cluster::LEAST_REQUEST);
+      status->Warn("spec.loadBalancing", "LeastRequest is not supported by proxyless gRPC clients");
+      break;
+    case LoadBalancing::kRandom:
+      cluster.set_lb_policy(Cluster::RANDOM);
+      status->Warn("spec.loadBalancing", "Random is not supported by proxyless gRPC clients");
+      break;
+    case LoadBalancing::kRingHash: cluster.set_lb_policy(Cluster::RING_HASH); break;
+  }
+
+  bool all_ip = true;
+  for (size_t i = 0; i < spec.hosts.size(); ++i) {
+    if (!IsIpAddress(spec.hosts[i].address)) all_ip = false;
+  }
+  std::vector<ResourcePtr> out;
+  if (all_ip) {
+    cluster.set_type(Cluster::EDS);
+    auto* eds = cluster.mutable_eds_cluster_config()->mutable_eds_config();
+    eds->mutable_ads();
+    eds->set_resource_api_version(envoy::config::core::v3::V3);
+  } else {
+    cluster.set_type(Cluster::STRICT_DNS);
+    *cluster.mutable_load_assignment() = LoadAssignment(name, spec);
+    status->Warn("spec.hosts", "hosts given by name make a DNS cluster, which proxyless gRPC "
+                               "clients cannot use; give IP addresses to serve them too");
+  }
+
+  if (spec.http2) {
+    envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+    options.mutable_explicit_http_config()->mutable_http2_protocol_options();
+    (*cluster.mutable_typed_extension_protocol_options())
+        ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+            .PackFrom(options);
+  }
+  if (spec.tls.has_value()) {
+    envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
+    tls.set_sni(spec.tls->sni);
+    if (spec.tls->ca_file.empty()) {
+      status->Warn("spec.tls.caFile", "not set: the upstream's certificate is not verified");
+    } else {
+      tls.mutable_common_tls_context()->mutable_validation_context()->mutable_trusted_ca()
+          ->set_filename(spec.tls->ca_file);
+    }
+    auto* socket = cluster.mutable_transport_socket();
+    socket->set_name("envoy.transport_sockets.tls");
+    socket->mutable_typed_config()->PackFrom(tls);
+  }
+  if (spec.circuit_breakers.has_value()) {
+    auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
+    const CircuitBreakers& cb = *spec.circuit_breakers;
+    if (cb.max_connections) thresholds->mutable_max_connections()->set_value(*cb.max_connections);
+    if (cb.max_pending_requests) {
+      thresholds->mutable_max_pending_requests()->set_value(*cb.max_pending_requests);
+    }
+    if (cb.max_requests) thresholds->mutable_max_requests()->set_value(*cb.max_requests);
+    if (cb.max_retries) thresholds->mutable_max_retries()->set_value(*cb.max_retries);
+  }
+  if (spec.health_check.has_value()) {
+    const HealthCheck& hc = *spec.health_check;
+    auto* check = cluster.add_health_checks();
+    SetDuration(hc.interval, check->mutable_interval());
+    SetDuration(hc.timeout, check->mutable_timeout());
+    check->mutable_healthy_threshold()->set_value(hc.healthy_threshold);
+    check->mutable_unhealthy_threshold()->set_value(hc.unhealthy_threshold);
+    check->mutable_http_health_check()->set_path(hc.path);
+  }
+  if (spec.outlier_detection.has_value()) {
+    const OutlierDetection& od = *spec.outlier_detection;
+    auto* outlier = cluster.mutable_outlier_detection();
+    outlier->mutable_consecutive_5xx()->set_value(od.consecutive_5xx);
+    SetDuration(od.interval, outlier->mutable_interval());
+    SetDuration(od.base_ejection_time, outlier->mutable_base_ejection_time());
+    outlier->mutable_max_ejection_percent()->set_value(od.max_ejection_percent);
+  }
+
+  out.push_back(Resource::FromMessage(name, cluster));
+  if (all_ip) out.push_back(Resource::FromMessage(name, LoadAssignment(name, spec)));
+  return out;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,191 @@
+#include "src/translate/route.h"
+
+#include "absl/strings/str_join.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace holdfast {
+namespace {
+
+namespace route_v3 = envoy::config::route::v3;
+using envoy::type::matcher::v3::StringMatcher;
+
+void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
+  *out = google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+void ToStringMatcher(const StringMatch& match, StringMatcher* out) {
+  switch (match.kind) {
+    case StringMatch::Kind::kExact: out->set_exact(match.value); break;
+    case StringMatch::Kind::kPrefix: out->set_prefix(match.value); break;
+    case StringMatch::Kind::kSuffix: out->set_suffix(match.value); break;
+    case StringMatch::Kind::kRegex: out->mutable_safe_regex()->set_regex(match.value); break;
+    case StringMatch::Kind::kPresent: break;
+  }
+}
+
+void AddHeaders(const HeaderEdits& edits,
+                google::protobuf::RepeatedPtrField<envoy::config::core::v3::HeaderValueOption>* add,
+                google::protobuf::RepeatedPtrField<std::string>* remove) {
+  using envoy::config::core::v3::HeaderValueOption;
+  for (const auto& [name, value] : edits.add) {
+    auto* option = add->Add();
+    option->mutable_header()->set_key(name);
+    option->mutable_header()->set_value(value);
+    option->set_append_action(HeaderValueOption::APPEND_IF_EXISTS_OR_ADD);
+  }
+  for (const auto& [name, value] : edits.set) {
+    auto* option = add->Add();
+    option->mutable_header()->set_key(name);
+    option->mutable_header()->set_value(value);
+    option->set_append_action(HeaderValueOption::OVERWRITE_IF_EXISTS_OR_ADD);
+  }
+  for (const std::string& name : edits.remove) *remove->Add() = name;
+}
+
+route_v3::RouteMatch TranslateMatch(const RouteMatch& match) {
+  route_v3::RouteMatch out;
+  switch (match.path.kind) {
+    case StringMatch::Kind::kExact: out.set_path(match.path.value); break;
+    case StringMatch::Kind::kRegex: out.mutable_safe_regex()->set_regex(match.path.value); break;
+    default: out.set_prefix(match.path.value.empty() ? "/" : match.path.value); break;
+  }
+  for (const HeaderMatch& header : match.headers) {
+    auto* h = out.add_headers();
+    h->set_name(header.name);
+    h->set_invert_match(header.invert);
+    if (header.match.kind == StringMatch::Kind::kPresent) {
+      h->set_present_match(true);
+    } else {
+      ToStringMatcher(header.match, h->mutable_string_match());
+    }
+  }
+  for (const QueryParamMatch& param : match.query_params) {
+    auto* q = out.add_query_parameters();
+    q->set_name(param.name);
+    if (param.match.kind == StringMatch::Kind::kPresent) {
+      q->set_present_match(true);
+    } else {
+      ToStringMatcher(param.match, q->mutable_string_match());
+    }
+  }
+  if (match.methods.size() == 1) {
+    auto* h = out.add_headers();
+    h->set_name(":method");
+    h->mutable_string_match()->set_exact(match.methods[0]);
+  } else if (match.methods.size() > 1) {
+    auto* h = out.add_headers();
+    h->set_name(":method");
+    h->mutable_string_match()->mutable_safe_regex()->set_regex(
+        absl::StrCat("^(", absl::StrJoin(match.methods, "|"), ")$"));
+  }
+  return out;
+}
+
+void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& route,
+                     const std::string& field, const RouteTarget& target, ObjectStatus* status,
+                     route_v3::Route* out) {
+  const std::string full = absl::StrCat(ref.ns.empty() ? ns : ref.ns, "/", ref.name);
+  status->Warn(absl::StrCat(route.path, ".", field),
+               absl::StrCat("upstream ", full, " not found; the route answers ",
+                            target.missing_upstream_status),
+               route.location);
+  out->clear_route();
+  out->mutable_direct_response()->set_status(target.missing_upstream_status);
+  out->mutable_direct_response()->mutable_body()->set_inline_string(
+      absl::StrCat("upstream ", full, " not found\n"));
+}
+
+}  // namespace
+
+bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
+
+route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
+                               const RouteTarget& target, ObjectStatus* status) {
+  route_v3::Route out;
+  if (!route.name.empty()) out.set_name(route.name);
+  *out.mutable_match() = TranslateMatch(route.match);
+  const RouteOptions& options = route.options;
+
+  auto apply_route_options = [&](route_v3::RouteAction* action) {
+    if (!options.prefix_rewrite.empty()) action->set_prefix_rewrite(options.prefix_rewrite);
+    if (!options.host_rewrite.empty()) action->set_host_rewrite_literal(options.host_rewrite);
+    if (options.timeout) SetDuration(*options.timeout, action->mutable_timeout());
+    if (options.retries) {
+      auto* retry = action->mutable_retry_policy();
+      retry->set_retry_on(options.retries->retry_on);
+      retry->mutable_num_retries()->set_value(options.retries->num_retries);
+      if (options.retries->per_try_timeout) {
+        SetDuration(*options.retries->per_try_timeout, retry->mutable_per_try_timeout());
+      }
+    }
+  };
+
+  if (const auto* single = std::get_if<ObjectRef>(&route.action)) {
+    std::string cluster = target.resolve_upstream(*single);
+    if (cluster.empty()) {
+      MissingUpstream(*single, ns, route, "upstream", target, status, &out);
+    } else {
+      out.mutable_route()->set_cluster(cluster);
+      apply_route_options(out.mutable_route());
+    }
+  } else if (const auto* weighted = std::get_if<std::vector<WeightedUpstream>>(&route.action)) {
+    auto* clusters = out.mutable_route()->mutable_weighted_clusters();
+    bool missing = false;
+    for (size_t i = 0; i < weighted->size(); ++i) {
+      const WeightedUpstream& w = (*weighted)[i];
+      std::string cluster = target.resolve_upstream(w.upstream);
+      if (cluster.empty()) {
+        MissingUpstream(w.upstream, ns, route, absl::StrCat("upstreams[", i, "]"), target, status,
+                        &out);
+        missing = true;
+        break;
+      }
+      if (w.weight == 0) continue;  // zero weight: drained, and gRPC rejects it
+      auto* c = clusters->add_clusters();
+      c->set_name(cluster);
+      c->mutable_weight()->set_value(w.weight);
+    }
+    if (!missing) apply_route_options(out.mutable_route());
+  } else if (const auto* redirect = std::get_if<Redirect>(&route.action)) {
+    auto* r = out.mutable_redirect();
+    if (!redirect->host.empty()) r->set_host_redirect(redirect->host);
+    if (!redirect->path.empty()) r->set_path_redirect(redirect->path);
+    if (!redirect->prefix_rewrite.empty()) r->set_prefix_rewrite(redirect->prefix_rewrite);
+    if (redirect->https) r->set_https_redirect(true);
+    switch (redirect->code) {
+      case 302: r->set_response_code(route_v3::RedirectAction::FOUND); break;
+      case 303: r->set_response_code(route_v3::RedirectAction::SEE_OTHER); break;
+      case 307: r->set_response_code(route_v3::RedirectAction::TEMPORARY_REDIRECT); break;
+      case 308: r->set_response_code(route_v3::RedirectAction::PERMANENT_REDIRECT); break;
+      default: r->set_response_code(route_v3::RedirectAction::MOVED_PERMANENTLY); break;
+    }
+  } else if (const auto* direct = std::get_if<DirectResponse>(&route.action)) {
+    out.mutable_direct_response()->set_status(direct->status);
+    if (!direct->body.empty()) {
+      out.mutable_direct_response()->mutable_body()->set_inline_string(direct->body);
+    }
+  }
+
+  AddHeaders(options.request_headers, out.mutable_request_headers_to_add(),
+             out.mutable_request_headers_to_remove());
+  AddHeaders(options.response_headers, out.mutable_response_headers_to_add(),
+             out.mutable_response_headers_to_remove());
+  if (options.cors && !target.for_grpc) {
+    envoy::extensions::filters::http::cors::v3::CorsPolicy cors;
+    for (const StringMatch& origin : options.cors->allow_origins) {
+      ToStringMatcher(origin, cors.add_allow_origin_string_match());
+    }
+    cors.set_allow_methods(absl::StrJoin(options.cors->allow_methods, ","));
+    cors.set_allow_headers(absl::StrJoin(options.cors->allow_headers, ","));
+    cors.set_expose_headers(absl::StrJoin(options.cors->expose_headers, ","));
+    if (options.cors->max_age) {
+      cors.set_max_age(absl::StrCat(absl::ToInt64Seconds(*options.cors->max_age)));
+    }
+    cors.mutable_allow_credentials()->set_value(options.cors->allow_credentials);
+    (*out.mutable_typed_per_filter_config())["envoy.filters.http.cors"].PackFrom(cors);
+  }
+  return out;
+}
+
+}  // namespace holdfast

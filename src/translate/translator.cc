@@ -1,0 +1,389 @@
+#include "src/translate/translator.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_join.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "src/translate/cluster.h"
+#include "src/translate/names.h"
+#include "src/translate/object_index.h"
+#include "src/translate/route.h"
+
+namespace holdfast {
+namespace {
+
+namespace route_v3 = envoy::config::route::v3;
+using envoy::config::listener::v3::Listener;
+using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+
+// A route after delegation is expanded, with the object it belongs to.
+struct FlatRoute {
+  const Route* route = nullptr;
+  std::string ns;
+  ObjectStatus* status = nullptr;
+  // Set instead of `route` for a delegation that could not be followed.
+  std::optional<route_v3::Route> synthesized;
+};
+
+std::string PathPrefixOf(const Route& route) {
+  return route.match.path.kind == StringMatch::Kind::kPrefix ? route.match.path.value : "";
+}
+
+class Flattener {
+ public:
+  Flattener(const ObjectIndex& index, StatusMap& statuses, uint32_t missing_status)
+      : index_(index), statuses_(statuses), missing_status_(missing_status) {}
+
+  std::vector<FlatRoute> Flatten(const GatewayObject& owner, const std::vector<Route>& routes) {
+    std::vector<FlatRoute> out;
+    std::vector<ObjectKey> stack = {owner.key()};
+    Expand(owner, routes, "", stack, &out);
+    return out;
+  }
+
+ private:
+  void Expand(const GatewayObject& owner, const std::vector<Route>& routes,
+              const std::string& parent_prefix, std::vector<ObjectKey>& stack,
+              std::vector<FlatRoute>* out) {
+    ObjectStatus& status = statuses_[owner.key()];
+    for (const Route& route : routes) {
+      if (!parent_prefix.empty() && parent_prefix != "/" &&
+          PathPrefixOf(route).rfind(parent_prefix, 0) != 0) {
+        status.Warn(absl::StrCat(route.path, ".match"),
+                    absl::StrCat("a delegated route must match a prefix under \"", parent_prefix,
+                                 "\"; route ignored"),
+                    route.location);
+        continue;
+      }
+      const auto* delegate = std::get_if<Delegate>(&route.action);
+      if (delegate == nullptr) {
+        out->push_back({&route, owner.meta.ns, &status, std::nullopt});
+        continue;
+      }
+      std::vector<const GatewayObject*> tables;
+      for (size_t i = 0; i < delegate->route_tables.size(); ++i) {
+        const ObjectRef& ref = delegate->route_tables[i];
+        const GatewayObject* table = index_.Find(kind::kRouteTable, ref, owner.meta.ns);
+        if (table == nullptr) {
+          status.Warn(absl::StrCat(route.path, ".delegate.routeTables[", i, "]"),
+                      absl::StrCat("route table ", ref.ns.empty() ? owner.meta.ns : ref.ns, "/",
+                                   ref.name, " not found; the route answers ", missing_status_),
+                      route.location);
+          out->push_back(Synthesized(route, owner.meta.ns, &status, missing_status_,
+                                     "route table not found\n"));
+          continue;
+        }
+        tables.push_back(table);
+      }
+      if (delegate->selector) {
+        for (const GatewayObject* table :
+             index_.Select(kind::kRouteTable, *delegate->selector, owner.meta.ns)) {
+          tables.push_back(table);
+        }
+      }
+      std::stable_sort(tables.begin(), tables.end(), [](const auto* a, const auto* b) {
+        const int wa = std::get<RouteTableSpec>(a->spec).weight;
+        const int wb = std::get<RouteTableSpec>(b->spec).weight;
+        return wa != wb ? wa < wb : a->key() < b->key();
+      });
+      tables.erase(std::unique(tables.begin(), tables.end()), tables.end());
+      for (const GatewayObject* table : tables) {
+        if (std::find(stack.begin(), stack.end(), table->key()) != stack.end()) {
+          std::vector<std::string> cycle;
+          for (const ObjectKey& k : stack) cycle.push_back(k.ToString());
+          cycle.push_back(table->key().ToString());
+          status.Warn(absl::StrCat(route.path, ".delegate"),
+                      absl::StrCat("delegation cycle: ", absl::StrJoin(cycle, " -> "),
+                                   "; the route answers 508"),
+                      route.location);
+          out->push_back(Synthesized(route, owner.meta.ns, &status, 508, "delegation cycle\n"));
+          continue;
+        }
+        stack.push_back(table->key());
+        Expand(*table, std::get<RouteTableSpec>(table->spec).routes, PathPrefixOf(route), stack,
+               out);
+        stack.pop_back();
+      }
+    }
+  }
+
+  static FlatRoute Synthesized(const Route& route, const std::string& ns, ObjectStatus* status,
+                               uint32_t code, const std::string& body) {
+    route_v3::Route r;
+    if (!route.name.empty()) r.set_name(route.name);
+    r.mutable_match()->set_prefix(PathPrefixOf(route).empty() ? "/" : PathPrefixOf(route));
+    r.mutable_direct_response()->set_status(code);
+    r.mutable_direct_response()->mutable_body()->set_inline_string(body);
+    return {nullptr, ns, status, std::move(r)};
+  }
+
+  const ObjectIndex& index_;
+  StatusMap& statuses_;
+  uint32_t missing_status_;
+};
+
+HttpConnectionManager MakeHcm(const std::string& stat_prefix, const std::string& route_config,
+                              bool cors) {
+  HttpConnectionManager hcm;
+  hcm.set_stat_prefix(stat_prefix);
+  auto* rds = hcm.mutable_rds();
+  rds->set_route_config_name(route_config);
+  rds->mutable_config_source()->mutable_ads();
+  rds->mutable_config_source()->set_resource_api_version(envoy::config::core::v3::V3);
+  if (cors) {
+    auto* filter = hcm.add_http_filters();
+    filter->set_name("envoy.filters.http.cors");
+    filter->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::cors::v3::Cors());
+  }
+  auto* router = hcm.add_http_filters();
+  router->set_name("envoy.filters.http.router");
+  router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
+  return hcm;
+}
+
+std::string StatPrefix(const std::string& name) {
+  std::string out = name;
+  std::replace(out.begin(), out.end(), '/', '.');
+  return out;
+}
+
+}  // namespace
+
+TranslationOutput Translator::Translate(const TranslationInput& input) {
+  TranslationOutput output;
+  StatusMap& statuses = output.statuses;
+
+  // 1. The objects in effect: valid ones, and the last accepted version of
+  //    invalid ones.
+  std::map<ObjectKey, const GatewayObject*> effective;
+  for (const auto& [key, object] : input.objects) {
+    effective[key] = &object;
+    ObjectStatus& status = statuses[key];
+    status.key = key;
+    status.location = object.meta.location;
+  }
+  for (const auto& [key, errors] : input.invalid) {
+    ObjectStatus& status = statuses[key];
+    status.key = key;
+    for (const FieldError& e : errors) status.Reject(e.path, e.message, e.location);
+    if (!errors.empty()) status.location = errors.front().location;
+    auto last = last_accepted_.find(key);
+    if (last != last_accepted_.end()) {
+      effective[key] = &last->second;
+      status.serving_last_good = true;
+    }
+  }
+  ObjectIndex index;
+  for (const auto& [key, object] : effective) index.Add(object);
+
+  std::vector<ResourcePtr>& resources = output.resources;
+
+  // 2. Upstreams: clusters and load assignments, reused when unchanged.
+  std::map<ObjectKey, UpstreamOutput> next_cache;
+  for (const GatewayObject* upstream : index.OfKind(kind::kUpstream)) {
+    ObjectStatus& status = statuses[upstream->key()];
+    auto cached = upstream_cache_.find(upstream->key());
+    UpstreamOutput out;
+    if (cached != upstream_cache_.end() && cached->second.digest == upstream->content_digest) {
+      out = cached->second;
+      for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
+    } else {
+      ObjectStatus scratch;
+      scratch.location = upstream->meta.location;
+      out.digest = upstream->content_digest;
+      out.resources = TranslateUpstream(*upstream, &scratch);
+      out.warnings = scratch.reasons;
+      for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
+    }
+    resources.insert(resources.end(), out.resources.begin(), out.resources.end());
+    next_cache.emplace(upstream->key(), std::move(out));
+  }
+  upstream_cache_ = std::move(next_cache);
+
+  // 3. Virtual services: routes with delegation expanded, translated once for
+  //    gateways and once for proxyless gRPC clients.
+  Flattener flattener(index, statuses, options_.missing_upstream_status);
+  auto resolver_for = [&](const std::string& ns) {
+    return [&index, ns](const ObjectRef& ref) -> std::string {
+      const GatewayObject* upstream = index.Find(kind::kUpstream, ref, ns);
+      return upstream == nullptr ? "" : names::Cluster(upstream->meta.ns, upstream->meta.name);
+    };
+  };
+  struct VirtualHosts {
+    route_v3::VirtualHost for_gateway;
+    route_v3::VirtualHost for_grpc;
+    bool cors = false;
+  };
+  std::map<ObjectKey, VirtualHosts> vhosts;
+  for (const GatewayObject* vs : index.OfKind(kind::kVirtualService)) {
+    const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
+    VirtualHosts& hosts = vhosts[vs->key()];
+    const std::string vhost_name = absl::StrCat(vs->meta.ns, "/", vs->meta.name);
+    hosts.for_gateway.set_name(vhost_name);
+    hosts.for_grpc.set_name(vhost_name);
+    for (const std::string& domain : spec.domains) {
+      hosts.for_gateway.add_domains(domain);
+      hosts.for_grpc.add_domains(domain);
+    }
+    for (const FlatRoute& flat : flattener.Flatten(*vs, spec.routes)) {
+      if (flat.synthesized) {
+        *hosts.for_gateway.add_routes() = *flat.synthesized;
+        *hosts.for_grpc.add_routes() = *flat.synthesized;
+        continue;
+      }
+      RouteTarget target{resolver_for(flat.ns), options_.missing_upstream_status, false};
+      *hosts.for_gateway.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
+      hosts.cors |= UsesCors(*flat.route);
+      target.for_grpc = true;
+      *hosts.for_grpc.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
+    }
+  }
+
+  // 4. Gateways: a listener and a route configuration each.
+  std::map<std::pair<std::string, uint32_t>, ObjectKey> bound;
+  for (const GatewayObject* gateway : index.OfKind(kind::kGateway)) {
+    const auto& spec = std::get<GatewaySpec>(gateway->spec);
+    ObjectStatus& status = statuses[gateway->key()];
+    auto [slot, inserted] = bound.emplace(std::make_pair(spec.bind_address, spec.port), gateway->key());
+    if (!inserted) {
+      status.Reject("spec.port", absl::StrCat(spec.bind_address, ":", spec.port,
+                                              " is already used by ", slot->second.ToString()));
+      continue;
+    }
+
+    std::vector<const GatewayObject*> selected;
+    for (size_t i = 0; i < spec.virtual_services.size(); ++i) {
+      const GatewayObject* vs =
+          index.Find(kind::kVirtualService, spec.virtual_services[i], gateway->meta.ns);
+      if (vs == nullptr) {
+        status.Warn(absl::StrCat("spec.virtualServices[", i, "]"),
+                    absl::StrCat("virtual service ", spec.virtual_services[i].name, " not found"));
+        continue;
+      }
+      selected.push_back(vs);
+    }
+    if (spec.virtual_service_selector) {
+      for (const GatewayObject* vs : index.Select(kind::kVirtualService,
+                                                  *spec.virtual_service_selector,
+                                                  gateway->meta.ns)) {
+        selected.push_back(vs);
+      }
+    }
+    std::sort(selected.begin(), selected.end(),
+              [](const auto* a, const auto* b) { return a->key() < b->key(); });
+    selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+    if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
+
+    route_v3::RouteConfiguration routes;
+    routes.set_name(names::GatewayRoutes(gateway->key()));
+    std::map<std::string, ObjectKey> domain_owner;
+    bool cors = false;
+    for (const GatewayObject* vs : selected) {
+      std::vector<std::string> conflicts;
+      for (const std::string& domain : std::get<VirtualServiceSpec>(vs->spec).domains) {
+        auto [owner, fresh] = domain_owner.emplace(domain, vs->key());
+        if (!fresh) conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
+      }
+      if (!conflicts.empty()) {
+        statuses[vs->key()].Reject(
+            "spec.domains",
+            absl::StrCat("conflicts on ", gateway->key().ToString(), ": ",
+                         absl::StrJoin(conflicts, ", "), "; not served by that gateway"));
+        // Release the domains this service claimed before the conflict.
+        for (auto it = domain_owner.begin(); it != domain_owner.end();) {
+          it = it->second == vs->key() ? domain_owner.erase(it) : std::next(it);
+        }
+        continue;
+      }
+      *routes.add_virtual_hosts() = vhosts[vs->key()].for_gateway;
+      cors |= vhosts[vs->key()].cors;
+    }
+
+    Listener listener;
+    listener.set_name(names::GatewayListener(gateway->key()));
+    auto* socket = listener.mutable_address()->mutable_socket_address();
+    socket->set_address(spec.bind_address);
+    socket->set_port_value(spec.port);
+    auto* chain = listener.add_filter_chains();
+    auto* filter = chain->add_filters();
+    filter->set_name("envoy.filters.network.http_connection_manager");
+    filter->mutable_typed_config()->PackFrom(
+        MakeHcm(StatPrefix(listener.name()), routes.name(), cors));
+    if (spec.tls) {
+      envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
+      auto* certificate = tls.mutable_common_tls_context()->add_tls_certificates();
+      if (!spec.tls->secret.name.empty()) {
+        const GatewayObject* secret = index.Find(kind::kSecret, spec.tls->secret, gateway->meta.ns);
+        if (secret == nullptr) {
+          status.Reject("spec.tls.secretRef",
+                        absl::StrCat("secret ", spec.tls->secret.name, " not found"));
+          continue;
+        }
+        const auto& material = std::get<SecretSpec>(secret->spec);
+        certificate->mutable_certificate_chain()->set_inline_string(material.certificate);
+        certificate->mutable_private_key()->set_inline_string(material.private_key);
+      } else {
+        certificate->mutable_certificate_chain()->set_filename(spec.tls->cert_file);
+        certificate->mutable_private_key()->set_filename(spec.tls->key_file);
+      }
+      chain->mutable_transport_socket()->set_name("envoy.transport_sockets.tls");
+      chain->mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+    }
+    resources.push_back(Resource::FromMessage(routes.name(), routes));
+    resources.push_back(Resource::FromMessage(listener.name(), listener));
+  }
+
+  // 5. Proxyless gRPC: an API listener per domain, a route config per service.
+  if (options_.grpc_listeners) {
+    std::map<std::string, ObjectKey> listener_owner;
+    for (const GatewayObject* vs : index.OfKind(kind::kVirtualService)) {
+      if (statuses[vs->key()].state == StatusState::kRejected && !statuses[vs->key()].serving_last_good &&
+          input.invalid.contains(vs->key())) {
+        continue;
+      }
+      route_v3::RouteConfiguration routes;
+      routes.set_name(names::GrpcRoutes(vs->key()));
+      *routes.add_virtual_hosts() = vhosts[vs->key()].for_grpc;
+      bool any_listener = false;
+      for (const std::string& domain : std::get<VirtualServiceSpec>(vs->spec).domains) {
+        if (domain.find('*') != std::string::npos) continue;  // gRPC targets are exact names
+        auto [owner, fresh] = listener_owner.emplace(domain, vs->key());
+        if (!fresh) {
+          statuses[vs->key()].Warn(
+              "spec.domains", absl::StrCat("gRPC clients of ", domain, " are served by ",
+                                           owner->second.ToString()));
+          continue;
+        }
+        Listener listener;
+        listener.set_name(domain);
+        listener.mutable_api_listener()->mutable_api_listener()->PackFrom(
+            MakeHcm(StatPrefix(routes.name()), routes.name(), false));
+        resources.push_back(Resource::FromMessage(domain, listener));
+        any_listener = true;
+      }
+      if (any_listener) resources.push_back(Resource::FromMessage(routes.name(), routes));
+    }
+  }
+
+  // 6. Remember what was accepted, for when it breaks.
+  for (const auto& [key, status] : statuses) {
+    auto it = input.objects.find(key);
+    if (it != input.objects.end() && status.state != StatusState::kRejected) {
+      last_accepted_.insert_or_assign(key, it->second);
+    }
+  }
+  for (auto it = last_accepted_.begin(); it != last_accepted_.end();) {
+    it = (input.objects.contains(it->first) || input.invalid.contains(it->first))
+             ? std::next(it)
+             : last_accepted_.erase(it);
+  }
+  return output;
+}
+
+}  // namespace holdfast
