@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
 export CCACHE_BASEDIR="$PWD"
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 scripts/setup.sh build
 cmake --build build --target holdfast
 exec build/src/app/holdfast serve --config-dir examples/gateway "$@"

@@ -16,7 +16,7 @@ shift || true
 CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git python3 curl
+  build-essential cmake ninja-build pkg-config git python3 python3-pytest curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev ccache
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -41,8 +41,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The integration tests are driven by pytest.
+# The integration tests are driven by pytest (python3-pytest above; a python3
+# earlier on PATH, such as pyenv's, may bring its own).
 python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet "pytest>=7"
+
+# The Go client of the integration tests and the benchmark peer need Go >= 1.22;
+# machines of this kind ship one in /usr/local/go.
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 
 # Envoy API protos and the Node.js xDS client, pinned by package-lock.json.
 if [[ ! -f node_modules/.package-lock.json ]] || ! cmp -s package-lock.json node_modules/.holdfast-lock; then

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
 export CCACHE_BASEDIR="$PWD"
+[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 JOBS="${JOBS:-$(nproc)}"
 
 scripts/setup.sh build

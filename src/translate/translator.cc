@@ -147,6 +147,16 @@ HttpConnectionManager MakeHcm(const std::string& stat_prefix, const std::string&
   return hcm;
 }
 
+// Whether `vs` served one of its domains on `scope` in the last translation.
+bool IsIncumbent(const std::map<std::pair<std::string, std::string>, ObjectKey>& owners,
+                 const std::string& scope, const GatewayObject& vs) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+    auto it = owners.find({scope, domain});
+    if (it != owners.end() && it->second == vs.key()) return true;
+  }
+  return false;
+}
+
 std::string StatPrefix(const std::string& name) {
   std::string out = name;
   std::replace(out.begin(), out.end(), '/', '.');
@@ -246,6 +256,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   }
 
   // 4. Gateways: a listener and a route configuration each.
+  std::map<std::pair<std::string, std::string>, ObjectKey> next_owners;
   std::map<std::pair<std::string, uint32_t>, ObjectKey> bound;
   for (const GatewayObject* gateway : index.OfKind(kind::kGateway)) {
     const auto& spec = std::get<GatewaySpec>(gateway->spec);
@@ -278,6 +289,10 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
     std::sort(selected.begin(), selected.end(),
               [](const auto* a, const auto* b) { return a->key() < b->key(); });
     selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+    const std::string gateway_id = gateway->key().ToString();
+    std::stable_partition(selected.begin(), selected.end(), [&](const GatewayObject* vs) {
+      return IsIncumbent(domain_owners_, gateway_id, *vs);
+    });
     if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
 
     route_v3::RouteConfiguration routes;
@@ -289,6 +304,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       for (const std::string& domain : std::get<VirtualServiceSpec>(vs->spec).domains) {
         auto [owner, fresh] = domain_owner.emplace(domain, vs->key());
         if (!fresh) conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
+        else next_owners[{gateway_id, domain}] = vs->key();
       }
       if (!conflicts.empty()) {
         statuses[vs->key()].Reject(
@@ -297,7 +313,12 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
                          absl::StrJoin(conflicts, ", "), "; not served by that gateway"));
         // Release the domains this service claimed before the conflict.
         for (auto it = domain_owner.begin(); it != domain_owner.end();) {
-          it = it->second == vs->key() ? domain_owner.erase(it) : std::next(it);
+          if (it->second == vs->key()) {
+            next_owners.erase({gateway_id, it->first});
+            it = domain_owner.erase(it);
+          } else {
+            ++it;
+          }
         }
         continue;
       }
@@ -342,7 +363,11 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   // 5. Proxyless gRPC: an API listener per domain, a route config per service.
   if (options_.grpc_listeners) {
     std::map<std::string, ObjectKey> listener_owner;
-    for (const GatewayObject* vs : index.OfKind(kind::kVirtualService)) {
+    std::vector<const GatewayObject*> services = index.OfKind(kind::kVirtualService);
+    std::stable_partition(services.begin(), services.end(), [&](const GatewayObject* vs) {
+      return IsIncumbent(domain_owners_, "", *vs);
+    });
+    for (const GatewayObject* vs : services) {
       if (statuses[vs->key()].state == StatusState::kRejected && !statuses[vs->key()].serving_last_good &&
           input.invalid.contains(vs->key())) {
         continue;
@@ -354,6 +379,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       for (const std::string& domain : std::get<VirtualServiceSpec>(vs->spec).domains) {
         if (domain.find('*') != std::string::npos) continue;  // gRPC targets are exact names
         auto [owner, fresh] = listener_owner.emplace(domain, vs->key());
+        if (fresh) next_owners[{"", domain}] = vs->key();
         if (!fresh) {
           statuses[vs->key()].Warn(
               "spec.domains", absl::StrCat("gRPC clients of ", domain, " are served by ",
@@ -370,6 +396,8 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       if (any_listener) resources.push_back(Resource::FromMessage(routes.name(), routes));
     }
   }
+
+  domain_owners_ = std::move(next_owners);
 
   // 6. Remember what was accepted, for when it breaks.
   for (const auto& [key, status] : statuses) {

@@ -42,7 +42,8 @@ struct TranslationOutput {
 // resources it feeds. An object that fails to decode keeps its last accepted
 // version in service (its status says Rejected, serving last good); broken
 // references never remove neighbours: routes to missing upstreams answer
-// with `missing_upstream_status`.
+// with `missing_upstream_status`. When virtual services conflict on a
+// domain, the one that served it before keeps it (else the first by key).
 class Translator {
  public:
   explicit Translator(TranslatorOptions options = {}) : options_(options) {}
@@ -59,6 +60,10 @@ class Translator {
   TranslatorOptions options_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
   std::map<ObjectKey, UpstreamOutput> upstream_cache_;
+  // Who served each domain last time, per gateway ("" for gRPC listeners):
+  // on a conflict the incumbent keeps the domain, so adding a conflicting
+  // object never takes traffic away from a working one.
+  std::map<std::pair<std::string, std::string>, ObjectKey> domain_owners_;
 };
 
 }  // namespace holdfast

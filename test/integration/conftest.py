@@ -1,0 +1,94 @@
+"""Fixtures for the real-client integration suite.
+
+Every test gets its own temporary directory, a holdfast server on port 0
+(or an explicit port for restart tests), two echo backends (alpha, beta) and
+clients started on demand. All children are stopped at teardown; on failure
+the tail of each child's log is attached to the report.
+
+Environment: HOLDFAST_BUILD_DIR (default <repo>/build) holds holdfast,
+echo_backend and xds_cpp_client; HOLDFAST_BIN overrides the server binary
+(e.g. a sanitizer build); HOLDFAST_CACHE is where the Go client is built.
+"""
+
+import pytest
+
+from hf_goclient import build_go_client
+from hf_process import ProcessSet
+from hf_resources import XdsDir
+from hf_world import Backend, Binaries, Holdfast, XdsClient
+
+
+@pytest.fixture(scope="session")
+def binaries() -> Binaries:
+    b = Binaries.from_env()
+    missing = [str(p) for p in (b.holdfast, b.echo_backend, b.xds_cpp_client)
+               if not p.exists()]
+    if missing:
+        pytest.fail("missing binaries (set HOLDFAST_BUILD_DIR or build them): "
+                    + ", ".join(missing), pytrace=False)
+    return b
+
+
+@pytest.fixture
+def procs(request, tmp_path):
+    ps = ProcessSet(tmp_path / "logs")
+    request.node._holdfast_processes = ps
+    yield ps
+    ps.close_all()
+
+
+class World:
+    """One test's holdfast + backends + xds dir; clients made on demand."""
+
+    def __init__(self, procs: ProcessSet, binaries: Binaries, tmp_path, request):
+        self.procs = procs
+        self._request = request
+        self.binaries = binaries
+        self.tmp = tmp_path
+        self.alpha = Backend(procs, binaries.echo_backend, "alpha", tmp_path)
+        self.beta = Backend(procs, binaries.echo_backend, "beta", tmp_path)
+        self.xds = XdsDir(tmp_path / "xds", tmp_path / "staging")
+        self.xds.write_all(endpoint_port=self.alpha.port)
+        self.holdfast = Holdfast(procs, binaries.holdfast, self.xds.path, tmp_path)
+
+    def start_holdfast(self, xds_port: int = 0) -> Holdfast:
+        self.holdfast.start(xds_port)
+        self.holdfast.wait_ready()
+        return self.holdfast
+
+    def client(self, kind: str) -> XdsClient:
+        # The Go client is built on first use only, so a run that deselects
+        # it does not pay for the build.
+        go = self._request.getfixturevalue("go_client_binary") if kind == "go" else None
+        return XdsClient(self.procs, self.binaries, kind, self.holdfast.xds_port, self.tmp,
+                         go_client=go)
+
+
+@pytest.fixture(scope="session")
+def go_client_binary():
+    try:
+        return build_go_client()
+    except AssertionError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(params=XdsClient.KINDS)
+def client_kind(request, binaries) -> str:
+    if request.param == "node" and not binaries.node:
+        pytest.fail("node is not on PATH (needed for the grpc-js-xds client)", pytrace=False)
+    return request.param
+
+
+@pytest.fixture
+def world(request, procs, binaries, tmp_path) -> World:
+    return World(procs, binaries, tmp_path, request)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    ps = getattr(item, "_holdfast_processes", None)
+    if report.failed and ps is not None:
+        for proc in ps.processes:
+            report.sections.append((f"log {proc.name} (pid {proc.pid})", proc.log_tail()))

@@ -1,0 +1,177 @@
+"""The moving parts of one integration test: holdfast, echo backends and
+proxyless gRPC xDS clients, all children of one ProcessSet."""
+
+import json
+import os
+import shutil
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from hf_admin import Admin
+from hf_process import (ManagedProcess, ProcessSet, environ_without_grpc,
+                        wait_for_file)
+from hf_resources import ALL_TYPES, XdsDir
+from hf_wait import wait_for
+
+SOURCE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = SOURCE_DIR.parent.parent
+
+# Generous: two cores, possibly a compiler running beside the tests, and Node
+# loads the Envoy protos at start-up.
+START_TIMEOUT = 30.0
+CONVERGE_TIMEOUT = 20.0
+
+
+@dataclass
+class Binaries:
+    holdfast: Path
+    echo_backend: Path
+    xds_cpp_client: Path
+    node: Optional[str]
+
+    @staticmethod
+    def from_env() -> "Binaries":
+        build = Path(os.environ.get("HOLDFAST_BUILD_DIR", REPO_ROOT / "build"))
+        return Binaries(
+            holdfast=Path(os.environ.get("HOLDFAST_BIN", build / "src/app/holdfast")),
+            echo_backend=build / "test/integration/echo_backend",
+            xds_cpp_client=build / "test/integration/xds_cpp_client",
+            node=shutil.which("node"))
+
+
+class Holdfast:
+    """The server under test. start() may be called again after kill() to
+    restart on the same xDS port."""
+
+    def __init__(self, procs: ProcessSet, binary: Path, xds_dir: Path, work: Path):
+        self._procs = procs
+        self._binary = binary
+        self._xds_dir = xds_dir
+        self._ports_file = work / "holdfast-ports.json"
+        self.proc: Optional[ManagedProcess] = None
+        self.xds_port: Optional[int] = None
+        self.admin: Optional[Admin] = None
+
+    def start(self, xds_port: int = 0) -> None:
+        assert self.proc is None or not self.proc.running(), "holdfast already running"
+        self._ports_file.unlink(missing_ok=True)
+        self.proc = self._procs.start("holdfast", [
+            self._binary, "serve",
+            "--xds-dir", self._xds_dir,
+            "--xds-listen", f"127.0.0.1:{xds_port}",
+            "--admin-listen", "127.0.0.1:0",
+            "--ports-file", self._ports_file,
+        ], env=environ_without_grpc())
+        ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
+        self.xds_port = int(ports["xds"])
+        if xds_port:
+            assert self.xds_port == xds_port, f"asked for xDS port {xds_port}, got {ports}"
+        self.admin = Admin(int(ports["admin"]))
+
+    def wait_ready(self) -> None:
+        wait_for(lambda: self.admin.get("/readyz")[0], lambda s: s == 200,
+                 timeout=START_TIMEOUT, what="holdfast /readyz to return 200")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye to connected clients."""
+        self.proc.kill(signal.SIGKILL)
+
+
+class Backend:
+    def __init__(self, procs: ProcessSet, binary: Path, name: str, work: Path):
+        port_file = work / f"backend-{name}.port"
+        self.name = name
+        self.proc = procs.start(f"backend-{name}", [binary, "--name", name,
+                                                    "--port-file", port_file])
+        self.port = int(wait_for_file(port_file, self.proc, START_TIMEOUT))
+
+
+class XdsClient:
+    """A proxyless gRPC client process printing one line per RPC:
+    `ok <backend>` or `error <code> <message>`."""
+
+    KINDS = ("cpp", "node", "go")
+
+    def __init__(self, procs: ProcessSet, binaries: Binaries, kind: str,
+                 xds_port: int, work: Path, interval_ms: int = 100,
+                 go_client: Optional[Path] = None):
+        self.kind = kind
+        self.node_id = f"{kind}-{uuid.uuid4().hex[:12]}"
+        bootstrap = work / f"bootstrap-{self.node_id}.json"
+        bootstrap.write_text(json.dumps({
+            "xds_servers": [{
+                "server_uri": f"127.0.0.1:{xds_port}",
+                "channel_creds": [{"type": "insecure"}],
+                "server_features": ["xds_v3"],
+            }],
+            # grpc-js-xds 1.14 rejects a bootstrap whose node has no locality.
+            "node": {"id": self.node_id, "cluster": "test",
+                     "locality": {"region": "test", "zone": "test-a"}},
+        }))
+        env = environ_without_grpc()
+        env["GRPC_XDS_BOOTSTRAP"] = str(bootstrap)
+        flags = ["--target", "xds:///echo.test", "--interval-ms", str(interval_ms),
+                 "--deadline-ms", "1000"]
+        if kind == "cpp":
+            argv = [binaries.xds_cpp_client, *flags]
+        elif kind == "node":
+            assert binaries.node, "node is not on PATH"
+            argv = [binaries.node, SOURCE_DIR / "xds_node_client.js", *flags]
+        elif kind == "go":
+            assert go_client, "the grpc-go client was not built"
+            argv = [go_client, *flags]
+        else:
+            raise ValueError(f"unknown client kind {kind}")
+        self.proc = procs.start(f"client-{self.node_id}", argv, env=env,
+                                capture_lines=True)
+
+    def mark(self) -> int:
+        """Index of the next output line; pass to lines()/wait_* as `since`."""
+        return self.proc.line_count()
+
+    def lines(self, since: int = 0) -> list[str]:
+        return self.proc.lines(since)
+
+    def wait_lines(self, count: int, since: int, timeout: float = CONVERGE_TIMEOUT) -> list[str]:
+        """The first `count` lines printed after `since`."""
+        lines = wait_for(lambda: self.lines(since), lambda ls: len(ls) >= count,
+                         timeout=timeout, what=f"{count} RPC results from {self.node_id}")
+        return lines[:count]
+
+    def wait_serving(self, backend: str, consecutive: int = 5, since: int = 0,
+                     timeout: float = CONVERGE_TIMEOUT) -> None:
+        """Waits until the last `consecutive` RPCs (after `since`) all reached
+        `backend`."""
+        want = f"ok {backend}"
+
+        def tail():
+            assert self.proc.running(), (
+                f"client {self.node_id} exited with {self.proc.proc.returncode}")
+            return self.lines(since)[-consecutive:]
+
+        wait_for(tail, lambda ls: len(ls) == consecutive and all(l == want for l in ls),
+                 timeout=timeout,
+                 what=f"{consecutive} consecutive '{want}' from {self.node_id}")
+
+
+def proxy_type_state(admin: Admin, node_id: str, type_url: str) -> Optional[dict]:
+    proxy = admin.proxy(node_id)
+    if proxy is None:
+        return None
+    return (proxy.get("types") or {}).get(type_url)
+
+
+def fully_acked(proxy: Optional[dict], types=ALL_TYPES) -> bool:
+    """Every type has been sent and its last sent version ACKed, no NACK."""
+    if proxy is None:
+        return False
+    for t in types:
+        state = (proxy.get("types") or {}).get(t)
+        if not state or not state.get("last_sent_version"):
+            return False
+        if state.get("acked_version") != state["last_sent_version"] or state.get("nack"):
+            return False
+    return True

@@ -1,0 +1,96 @@
+#include "src/model/decode.h"
+
+#include "gtest/gtest.h"
+
+namespace holdfast {
+namespace {
+
+constexpr char kHeader[] = "apiVersion: holdfast.dev/v1\nmetadata: {name: x, namespace: ns}\n";
+
+struct DecodeCase {
+  std::string label;
+  std::string yaml;  // appended to kHeader
+  // Expected errors as "line: path: message-substring"; empty: valid.
+  std::vector<std::string> errors;
+};
+
+TEST(DecodeTest, FieldPathsAndLines) {
+  std::vector<DecodeCase> cases = {
+      {"valid upstream", "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}]\n", {}},
+      {"port range", "kind: Upstream\nspec:\n  hosts:\n  - {address: 10.0.0.1, port: 0}\n",
+       {"6: spec.hosts[0].port: must be between 1 and 65535"}},
+      {"missing hosts", "kind: Upstream\nspec: {connectTimeout: 1s}\n", {"spec.hosts: required"}},
+      {"bad duration", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  connectTimeout: soon\n",
+       {"6: spec.connectTimeout: expected a duration"}},
+      {"bad lb", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  loadBalancing: Magic\n",
+       {"spec.loadBalancing: must be one of"}},
+      {"unknown field", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  colour: red\n",
+       {"6: spec.colour: unknown field"}},
+      {"bad regex",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {regex: \"(\"}\n    upstream: u\n",
+       {"7: spec.routes[0].match.regex: invalid regex"}},
+      {"two actions",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    directResponse: {status: 200}\n",
+       {"spec.routes[0]: a route has exactly one action"}},
+      {"no action", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: /}\n",
+       {"spec.routes[0]: a route needs one action"}},
+      {"header match needs one kind",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: h, exact: a, prefix: b}]}\n    upstream: u\n",
+       {"spec.routes[0].match.headers[0]: set only one of"}},
+      {"redirect code",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - redirect: {code: 200}\n",
+       {"spec.routes[0].redirect.code: must be one of 301"}},
+      {"weights all zero",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstreams: [{name: a, weight: 0}]\n",
+       {"spec.routes[0].upstreams: weights must not all be zero"}},
+      {"no domains", "kind: VirtualService\nspec:\n  routes: []\n", {"spec.domains: must list"}},
+      {"gateway tls", "kind: Gateway\nspec:\n  port: 80\n  virtualServices: [{name: a}]\n  tls: {certFile: c}\n",
+       {"spec.tls: set both certFile and keyFile"}},
+      {"unknown kind", "kind: Frobnicator\nspec: {}\n", {"kind: must be one of"}},
+      {"path must start with slash",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: api}\n    upstream: u\n",
+       {"spec.routes[0].match: path must start with /"}},
+  };
+  for (const DecodeCase& c : cases) {
+    DecodedFile file = DecodeObjects(std::string(kHeader) + c.yaml, "f.yaml");
+    ASSERT_FALSE(file.syntax_error.has_value()) << c.label;
+    ASSERT_EQ(file.objects.size(), 1u) << c.label;
+    const DecodedObject& object = file.objects[0];
+    ASSERT_TRUE(object.key.has_value()) << c.label;
+    EXPECT_EQ(object.key->name, "x") << c.label;
+    if (c.errors.empty()) {
+      EXPECT_TRUE(object.errors.empty()) << c.label << ": " << object.errors.ToString();
+      EXPECT_TRUE(object.object.has_value()) << c.label;
+      continue;
+    }
+    EXPECT_FALSE(object.object.has_value()) << c.label;
+    for (const std::string& expected : c.errors) {
+      bool found = false;
+      for (const FieldError& e : object.errors.errors()) {
+        std::string rendered = absl::StrCat(e.location.line, ": ", e.path, ": ", e.message);
+        found |= rendered.find(expected) != std::string::npos;
+      }
+      EXPECT_TRUE(found) << c.label << ": expected \"" << expected << "\" in\n"
+                         << object.errors.ToString();
+    }
+  }
+}
+
+TEST(DecodeTest, EveryErrorIsCollected) {
+  DecodedFile file = DecodeObjects(
+      "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: Bad_Name}\n"
+      "spec:\n  hosts: [{address: a, port: 0}, {port: 1}]\n  connectTimeout: x\n",
+      "f.yaml");
+  ASSERT_EQ(file.objects.size(), 1u);
+  EXPECT_EQ(file.objects[0].errors.errors().size(), 4u) << file.objects[0].errors.ToString();
+}
+
+TEST(DecodeTest, SyntaxErrorNamesTheLine) {
+  DecodedFile file = DecodeObjects("a: 1\nb: [\n", "f.yaml");
+  ASSERT_TRUE(file.syntax_error.has_value());
+  EXPECT_EQ(file.syntax_error->location.file, "f.yaml");
+  EXPECT_GT(file.syntax_error->location.line, 0);
+}
+
+}  // namespace
+}  // namespace holdfast

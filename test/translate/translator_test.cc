@@ -1,0 +1,273 @@
+#include "src/translate/translator.h"
+
+#include <filesystem>
+
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "gtest/gtest.h"
+#include "src/snapshot/snapshot.h"
+#include "src/source/config_files.h"
+#include "src/source/directory_scanner.h"
+#include "src/source/envoy_validation.h"
+
+namespace holdfast {
+namespace {
+
+using envoy::config::listener::v3::Listener;
+using envoy::config::route::v3::RouteConfiguration;
+
+TranslationInput Load(const std::string& yaml) {
+  std::map<std::string, DecodedFile> files{{"test.yaml", DecodeObjects(yaml, "test.yaml")}};
+  StatusMap file_statuses;
+  return AssembleInput(files, {}, &file_statuses);
+}
+
+const Resource* Find(const TranslationOutput& out, absl::string_view type, const std::string& name) {
+  for (const ResourcePtr& r : out.resources) {
+    if (r->type_url() == type && r->name() == name) return r.get();
+  }
+  return nullptr;
+}
+
+template <typename T>
+const T& As(const Resource* r) {
+  return *dynamic_cast<const T*>(r->message());
+}
+
+constexpr char kBase[] = R"(
+apiVersion: holdfast.dev/v1
+kind: Upstream
+metadata: {name: a, namespace: ns}
+spec: {hosts: [{address: 127.0.0.1, port: 8001}]}
+---
+apiVersion: holdfast.dev/v1
+kind: Upstream
+metadata: {name: b, namespace: ns}
+spec: {hosts: [{address: 127.0.0.1, port: 8002}]}
+---
+apiVersion: holdfast.dev/v1
+kind: VirtualService
+metadata: {name: vs, namespace: ns, labels: {public: "yes"}}
+spec:
+  domains: [echo.test]
+  routes:
+  - match: {prefix: /, headers: [{name: x-backend, exact: b}]}
+    upstream: b
+  - match: {prefix: /}
+    upstreams: [{name: a, weight: 3}, {name: b, weight: 1}]
+---
+apiVersion: holdfast.dev/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  port: 8080
+  virtualServiceSelector: {labels: {public: "yes"}}
+)";
+
+TEST(TranslatorTest, EveryResourceOfEveryExampleAndFixturePassesEnvoyValidation) {
+  const std::string root = HOLDFAST_SOURCE_DIR;
+  int checked = 0;
+  for (const std::string dir : {root + "/examples/gateway", root + "/test/fixtures/gateway"}) {
+    auto scan = ScanDirectory(dir, {".yaml"});
+    ASSERT_TRUE(scan.ok()) << scan.status();
+    for (const auto& [path, fingerprint] : *scan) {
+      auto contents = ReadWholeFile(path);
+      ASSERT_TRUE(contents.ok());
+      std::map<std::string, DecodedFile> files{{path, DecodeObjects(*contents, path)}};
+      StatusMap file_statuses;
+      Translator translator;
+      TranslationOutput out = translator.Translate(AssembleInput(files, {}, &file_statuses));
+      ASSERT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok()) << path;
+      for (const ResourcePtr& r : out.resources) {
+        absl::Status status = ValidateEnvoyResource(*r->message());
+        EXPECT_TRUE(status.ok()) << path << ": " << r->type_url() << " " << r->name() << ": "
+                                 << status;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(TranslatorTest, GatewayAndGrpcResources) {
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(kBase));
+  for (const auto& [key, status] : out.statuses) {
+    EXPECT_EQ(status.state, StatusState::kAccepted) << key.ToString();
+  }
+  const Resource* listener = Find(out, type_url::kListener, "gateway/ns/gw");
+  ASSERT_NE(listener, nullptr);
+  EXPECT_EQ(As<Listener>(listener).address().socket_address().port_value(), 8080u);
+  const Resource* routes = Find(out, type_url::kRouteConfiguration, "gateway/ns/gw");
+  ASSERT_NE(routes, nullptr);
+  const RouteConfiguration& rc = As<RouteConfiguration>(routes);
+  ASSERT_EQ(rc.virtual_hosts_size(), 1);
+  ASSERT_EQ(rc.virtual_hosts(0).routes_size(), 2);
+  EXPECT_EQ(rc.virtual_hosts(0).routes(0).match().headers(0).string_match().exact(), "b");
+  EXPECT_EQ(rc.virtual_hosts(0).routes(0).route().cluster(), "ns/b");
+  const auto& weighted = rc.virtual_hosts(0).routes(1).route().weighted_clusters();
+  ASSERT_EQ(weighted.clusters_size(), 2);
+  EXPECT_EQ(weighted.clusters(0).weight().value(), 3u);
+
+  // Proxyless gRPC: an API listener named by the domain, over RDS.
+  const Resource* api = Find(out, type_url::kListener, "echo.test");
+  ASSERT_NE(api, nullptr);
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(As<Listener>(api).api_listener().api_listener().UnpackTo(&hcm));
+  EXPECT_EQ(hcm.rds().route_config_name(), "grpc/ns/vs");
+  EXPECT_TRUE(hcm.rds().config_source().has_ads());
+  EXPECT_EQ(hcm.http_filters(hcm.http_filters_size() - 1).name(), "envoy.filters.http.router");
+  ASSERT_NE(Find(out, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
+  ASSERT_NE(Find(out, type_url::kClusterLoadAssignment, "ns/a"), nullptr);
+}
+
+TEST(TranslatorTest, DeterministicAndChangesTouchOnlyDependents) {
+  Translator first, second;
+  TranslationOutput a = first.Translate(Load(kBase));
+  TranslationOutput b = second.Translate(Load(kBase));
+  ASSERT_EQ(a.resources.size(), b.resources.size());
+  for (size_t i = 0; i < a.resources.size(); ++i) {
+    EXPECT_EQ(a.resources[i]->serialized(), b.resources[i]->serialized());
+    EXPECT_EQ(a.resources[i]->version(), b.resources[i]->version());
+  }
+
+  std::string changed = kBase;
+  changed.replace(changed.find("8002"), 4, "9002");  // only upstream b's endpoint
+  TranslationOutput c = first.Translate(Load(changed));
+  std::set<std::string> differing;
+  std::map<std::string, std::string> before;
+  for (const auto& r : a.resources) before[r->type_url() + " " + r->name()] = r->version();
+  for (const auto& r : c.resources) {
+    if (before[r->type_url() + " " + r->name()] != r->version()) {
+      differing.insert(r->type_url() + " " + r->name());
+    }
+  }
+  EXPECT_EQ(differing, (std::set<std::string>{std::string(type_url::kClusterLoadAssignment) + " ns/b"}));
+}
+
+TEST(TranslatorTest, RejectedObjectKeepsItsLastAcceptedVersion) {
+  Translator translator;
+  TranslationOutput good = translator.Translate(Load(kBase));
+  const std::string good_routes = Find(good, type_url::kRouteConfiguration, "gateway/ns/gw")->version();
+
+  std::string broken = kBase;
+  broken.replace(broken.find("upstream: b\n"), 12, "upstream: b\n    colour: red\n");
+  TranslationOutput out = translator.Translate(Load(broken));
+  const ObjectStatus& status = out.statuses.at({kind::kVirtualService, "ns", "vs"});
+  EXPECT_EQ(status.state, StatusState::kRejected);
+  EXPECT_TRUE(status.serving_last_good);
+  ASSERT_FALSE(status.reasons.empty());
+  EXPECT_EQ(status.reasons[0].path, "spec.routes[0].colour");
+  EXPECT_EQ(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw")->version(), good_routes);
+
+  // Without an earlier good version, a rejected object is simply absent.
+  Translator fresh;
+  TranslationOutput none = fresh.Translate(Load(broken));
+  EXPECT_FALSE(none.statuses.at({kind::kVirtualService, "ns", "vs"}).serving_last_good);
+  EXPECT_EQ(Find(none, type_url::kListener, "echo.test"), nullptr);
+}
+
+TEST(TranslatorTest, BrokenReferencesAnswerClearlyAndSpareNeighbours) {
+  std::string yaml = std::string(kBase) + R"(
+---
+apiVersion: holdfast.dev/v1
+kind: VirtualService
+metadata: {name: other, namespace: ns, labels: {public: "yes"}}
+spec:
+  domains: [other.test]
+  routes:
+  - match: {prefix: /gone}
+    upstream: gone
+  - match: {prefix: /tables}
+    delegate: {routeTables: [{name: missing}]}
+  - match: {prefix: /loop}
+    delegate: {routeTables: [{name: loop}]}
+---
+apiVersion: holdfast.dev/v1
+kind: RouteTable
+metadata: {name: loop, namespace: ns}
+spec:
+  routes:
+  - match: {prefix: /loop/x}
+    delegate: {routeTables: [{name: loop}]}
+---
+apiVersion: holdfast.dev/v1
+kind: VirtualService
+metadata: {name: dup, namespace: ns, labels: {public: "yes"}}
+spec:
+  domains: [echo.test]
+  routes: [{directResponse: {status: 200}}]
+)";
+  Translator translator;
+  translator.Translate(Load(kBase));  // ns/vs serves echo.test first
+  TranslationOutput out = translator.Translate(Load(yaml));
+  const ObjectStatus& other = out.statuses.at({kind::kVirtualService, "ns", "other"});
+  EXPECT_EQ(other.state, StatusState::kWarning);
+  const ObjectStatus& loop = out.statuses.at({kind::kRouteTable, "ns", "loop"});
+  EXPECT_EQ(loop.state, StatusState::kWarning);
+  EXPECT_NE(loop.reasons[0].message.find("delegation cycle"), std::string::npos);
+  const ObjectStatus& dup = out.statuses.at({kind::kVirtualService, "ns", "dup"});
+  EXPECT_EQ(dup.state, StatusState::kRejected);
+  EXPECT_NE(dup.reasons[0].message.find("echo.test (served by VirtualService ns/vs)"),
+            std::string::npos)
+      << dup.reasons[0].message;
+
+  const RouteConfiguration& rc =
+      As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw"));
+  ASSERT_EQ(rc.virtual_hosts_size(), 2);  // vs and other; dup refused
+  const auto& routes = rc.virtual_hosts(0).name() == "ns/other" ? rc.virtual_hosts(0)
+                                                                 : rc.virtual_hosts(1);
+  ASSERT_EQ(routes.routes_size(), 3);
+  EXPECT_EQ(routes.routes(0).direct_response().status(), 503u);
+  EXPECT_EQ(routes.routes(0).direct_response().body().inline_string(), "upstream ns/gone not found\n");
+  EXPECT_EQ(routes.routes(1).direct_response().status(), 503u);
+  EXPECT_EQ(routes.routes(2).direct_response().status(), 508u);
+  EXPECT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok());
+
+  // With no history, the first by key wins the domain.
+  Translator fresh;
+  TranslationOutput first = fresh.Translate(Load(yaml));
+  EXPECT_EQ(first.statuses.at({kind::kVirtualService, "ns", "vs"}).state, StatusState::kRejected);
+}
+
+TEST(TranslatorTest, DelegatedTablesOrderedByWeight) {
+  std::string yaml = R"(
+apiVersion: holdfast.dev/v1
+kind: VirtualService
+metadata: {name: vs, namespace: ns}
+spec:
+  domains: [d.test]
+  routes:
+  - match: {prefix: /api}
+    delegate: {selector: {labels: {team: x}}}
+---
+apiVersion: holdfast.dev/v1
+kind: RouteTable
+metadata: {name: a-late, namespace: ns, labels: {team: x}}
+spec:
+  weight: 10
+  routes: [{match: {prefix: /api/late}, directResponse: {status: 201}}]
+---
+apiVersion: holdfast.dev/v1
+kind: RouteTable
+metadata: {name: z-early, namespace: ns, labels: {team: x}}
+spec:
+  weight: -1
+  routes:
+  - {match: {prefix: /api/early}, directResponse: {status: 202}}
+  - {match: {prefix: /elsewhere}, directResponse: {status: 203}}
+)";
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(yaml));
+  const RouteConfiguration& rc =
+      As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "grpc/ns/vs"));
+  ASSERT_EQ(rc.virtual_hosts(0).routes_size(), 2);
+  EXPECT_EQ(rc.virtual_hosts(0).routes(0).match().prefix(), "/api/early");
+  EXPECT_EQ(rc.virtual_hosts(0).routes(1).match().prefix(), "/api/late");
+  const ObjectStatus& early = out.statuses.at({kind::kRouteTable, "ns", "z-early"});
+  EXPECT_EQ(early.state, StatusState::kWarning);  // /elsewhere is outside /api
+}
+
+}  // namespace
+}  // namespace holdfast
