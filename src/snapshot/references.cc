@@ -38,6 +38,10 @@ void AddFilterChainReferences(const envoy::config::listener::v3::FilterChain& ch
 
 std::vector<ResourceRef> ReferencesOf(const Resource& resource) {
   std::vector<ResourceRef> refs;
+  // Only these two kinds reference others; don't parse anything else.
+  if (resource.type_url() != type_url::kListener && resource.type_url() != type_url::kCluster) {
+    return refs;
+  }
   const google::protobuf::Message* message = resource.message();
   if (message == nullptr) return refs;
 

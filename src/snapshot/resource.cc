@@ -1,18 +1,18 @@
 #include "src/snapshot/resource.h"
 
+#include "src/common/protowire.h"
+
 #include <openssl/sha.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/any.pb.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/wire_format_lite.h"
 
 namespace holdfast {
 namespace {
-
-using google::protobuf::internal::WireFormatLite;
 
 std::string SerializeDeterministic(const google::protobuf::Message& message) {
   std::string out;
@@ -24,13 +24,6 @@ std::string SerializeDeterministic(const google::protobuf::Message& message) {
   return out;
 }
 
-void AppendLengthDelimited(int field, absl::string_view value, std::string* out) {
-  google::protobuf::io::StringOutputStream stream(out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-  coded.WriteVarint32(static_cast<uint32_t>(value.size()));
-  coded.WriteRaw(value.data(), static_cast<int>(value.size()));
-}
 
 }  // namespace
 
@@ -51,10 +44,9 @@ std::shared_ptr<const Resource> Resource::FromMessage(std::string name,
   auto resource = std::shared_ptr<Resource>(new Resource());
   resource->name_ = std::move(name);
   resource->type_url_ = "type.googleapis.com/" + message.GetDescriptor()->full_name();
+  // No copy of the message is kept: message() parses the bytes on demand,
+  // which only debugging and validation need.
   resource->serialized_ = SerializeDeterministic(message);
-  std::unique_ptr<google::protobuf::Message> copy(message.New());
-  copy->CopyFrom(message);
-  resource->message_ = std::move(copy);
   resource->Encode();
   return resource;
 }
@@ -67,6 +59,20 @@ std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::strin
   resource->serialized_ = std::move(serialized);
   resource->Encode();
   return resource;
+}
+
+const google::protobuf::Message* Resource::message() const {
+  std::call_once(parse_once_, [this] {
+    if (message_ != nullptr) return;
+    const google::protobuf::Descriptor* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
+            std::string(TypeNameOf(type_url_)));
+    if (descriptor == nullptr) return;
+    std::unique_ptr<google::protobuf::Message> parsed(
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+    if (parsed->ParseFromString(serialized_)) message_ = std::move(parsed);
+  });
+  return message_.get();
 }
 
 void Resource::Encode() {

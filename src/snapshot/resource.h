@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include "absl/strings/string_view.h"
 
@@ -49,7 +50,9 @@ class Resource {
   // `resources` entry of a DeltaDiscoveryResponse: tag, length, Resource.
   const std::string& delta_wire() const { return delta_wire_; }
   // The parsed message, when the type is linked in; nullptr for opaque types.
-  const google::protobuf::Message* message() const { return message_.get(); }
+  // Resources built from bytes are parsed on first use (debug output,
+  // validation), not on the serving path.
+  const google::protobuf::Message* message() const;
 
  private:
   Resource() = default;
@@ -61,7 +64,8 @@ class Resource {
   std::string serialized_;
   std::string sotw_wire_;
   std::string delta_wire_;
-  std::unique_ptr<const google::protobuf::Message> message_;
+  mutable std::once_flag parse_once_;
+  mutable std::unique_ptr<const google::protobuf::Message> message_;
 };
 
 using ResourcePtr = std::shared_ptr<const Resource>;

@@ -10,6 +10,7 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "src/common/protowire.h"
 #include "src/translate/cluster.h"
 #include "src/translate/names.h"
 #include "src/translate/object_index.h"
@@ -157,6 +158,20 @@ bool IsIncumbent(const std::map<std::pair<std::string, std::string>, ObjectKey>&
   return false;
 }
 
+
+// What translated routes can depend on besides their own object: the route
+// tables (content) and which upstreams exist (not their endpoints).
+std::string RoutingEpoch(const ObjectIndex& index) {
+  std::string input;
+  for (const GatewayObject* table : index.OfKind(kind::kRouteTable)) {
+    absl::StrAppend(&input, table->meta.ns, "/", table->meta.name, "=", table->content_digest, "\n");
+  }
+  for (const GatewayObject* upstream : index.OfKind(kind::kUpstream)) {
+    absl::StrAppend(&input, upstream->meta.ns, "/", upstream->meta.name, "\n");
+  }
+  return ContentDigest(input);
+}
+
 std::string StatPrefix(const std::string& name) {
   std::string out = name;
   std::replace(out.begin(), out.end(), '/', '.');
@@ -217,43 +232,77 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   upstream_cache_ = std::move(next_cache);
 
   // 3. Virtual services: routes with delegation expanded, translated once for
-  //    gateways and once for proxyless gRPC clients.
-  Flattener flattener(index, statuses, options_.missing_upstream_status);
+  //    gateways and once for proxyless gRPC clients. Reused as long as the
+  //    service and everything routing can depend on (route tables, which
+  //    upstreams exist) are unchanged; endpoint changes never invalidate.
+  const std::string epoch = RoutingEpoch(index);
   auto resolver_for = [&](const std::string& ns) {
     return [&index, ns](const ObjectRef& ref) -> std::string {
       const GatewayObject* upstream = index.Find(kind::kUpstream, ref, ns);
       return upstream == nullptr ? "" : names::Cluster(upstream->meta.ns, upstream->meta.name);
     };
   };
-  struct VirtualHosts {
-    route_v3::VirtualHost for_gateway;
-    route_v3::VirtualHost for_grpc;
-    bool cors = false;
-  };
-  std::map<ObjectKey, VirtualHosts> vhosts;
+  std::map<ObjectKey, ServiceOutput> next_services;
   for (const GatewayObject* vs : index.OfKind(kind::kVirtualService)) {
+    auto cached = service_cache_.find(vs->key());
+    if (cached != service_cache_.end() && cached->second.digest == vs->content_digest &&
+        cached->second.epoch == epoch) {
+      for (const auto& [key, warning] : cached->second.warnings) {
+        statuses[key].key = key;
+        statuses[key].Warn(warning.path, warning.message, warning.location);
+      }
+      next_services.emplace(vs->key(), std::move(cached->second));
+      continue;
+    }
+    ServiceOutput out;
+    out.digest = vs->content_digest;
+    out.epoch = epoch;
+    StatusMap scratch;  // warnings of this service and the tables it uses
+    Flattener flattener(index, scratch, options_.missing_upstream_status);
     const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
-    VirtualHosts& hosts = vhosts[vs->key()];
+    route_v3::VirtualHost for_gateway, for_grpc;
     const std::string vhost_name = absl::StrCat(vs->meta.ns, "/", vs->meta.name);
-    hosts.for_gateway.set_name(vhost_name);
-    hosts.for_grpc.set_name(vhost_name);
+    for_gateway.set_name(vhost_name);
+    for_grpc.set_name(vhost_name);
     for (const std::string& domain : spec.domains) {
-      hosts.for_gateway.add_domains(domain);
-      hosts.for_grpc.add_domains(domain);
+      for_gateway.add_domains(domain);
+      for_grpc.add_domains(domain);
     }
     for (const FlatRoute& flat : flattener.Flatten(*vs, spec.routes)) {
       if (flat.synthesized) {
-        *hosts.for_gateway.add_routes() = *flat.synthesized;
-        *hosts.for_grpc.add_routes() = *flat.synthesized;
+        *for_gateway.add_routes() = *flat.synthesized;
+        *for_grpc.add_routes() = *flat.synthesized;
         continue;
       }
       RouteTarget target{resolver_for(flat.ns), options_.missing_upstream_status, false};
-      *hosts.for_gateway.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
-      hosts.cors |= UsesCors(*flat.route);
+      *for_gateway.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
+      out.cors |= UsesCors(*flat.route);
       target.for_grpc = true;
-      *hosts.for_grpc.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
+      *for_grpc.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
     }
+    for (const auto& [key, status] : scratch) {
+      for (const FieldError& reason : status.reasons) {
+        out.warnings.push_back({key, reason});
+        statuses[key].key = key;
+        statuses[key].Warn(reason.path, reason.message, reason.location);
+      }
+    }
+    for_gateway.SerializeToString(&out.gateway_vhost);
+    route_v3::RouteConfiguration grpc_routes;
+    grpc_routes.set_name(names::GrpcRoutes(vs->key()));
+    *grpc_routes.add_virtual_hosts() = std::move(for_grpc);
+    out.grpc_routes = Resource::FromMessage(grpc_routes.name(), grpc_routes);
+    for (const std::string& domain : spec.domains) {
+      if (domain.find('*') != std::string::npos) continue;  // gRPC targets are exact names
+      Listener listener;
+      listener.set_name(domain);
+      listener.mutable_api_listener()->mutable_api_listener()->PackFrom(
+          MakeHcm(StatPrefix(grpc_routes.name()), grpc_routes.name(), false));
+      out.grpc_listeners.emplace(domain, Resource::FromMessage(domain, listener));
+    }
+    next_services.emplace(vs->key(), std::move(out));
   }
+  service_cache_ = std::move(next_services);
 
   // 4. Gateways: a listener and a route configuration each.
   std::map<std::pair<std::string, std::string>, ObjectKey> next_owners;
@@ -295,8 +344,11 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
     });
     if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
 
-    route_v3::RouteConfiguration routes;
-    routes.set_name(names::GatewayRoutes(gateway->key()));
+    // The route configuration is assembled from the services' encoded
+    // virtual hosts: a change to one service re-encodes only its own.
+    const std::string routes_name = names::GatewayRoutes(gateway->key());
+    std::string routes_bytes;
+    AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
     std::map<std::string, ObjectKey> domain_owner;
     bool cors = false;
     for (const GatewayObject* vs : selected) {
@@ -322,8 +374,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
         }
         continue;
       }
-      *routes.add_virtual_hosts() = vhosts[vs->key()].for_gateway;
-      cors |= vhosts[vs->key()].cors;
+      const ServiceOutput& service = service_cache_.at(vs->key());
+      AppendLengthDelimited(2, service.gateway_vhost, &routes_bytes);  // .virtual_hosts
+      cors |= service.cors;
     }
 
     Listener listener;
@@ -335,7 +388,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
     auto* filter = chain->add_filters();
     filter->set_name("envoy.filters.network.http_connection_manager");
     filter->mutable_typed_config()->PackFrom(
-        MakeHcm(StatPrefix(listener.name()), routes.name(), cors));
+        MakeHcm(StatPrefix(listener.name()), routes_name, cors));
     if (spec.tls) {
       envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
       auto* certificate = tls.mutable_common_tls_context()->add_tls_certificates();
@@ -356,7 +409,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       chain->mutable_transport_socket()->set_name("envoy.transport_sockets.tls");
       chain->mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
     }
-    resources.push_back(Resource::FromMessage(routes.name(), routes));
+    resources.push_back(Resource::FromBytes(routes_name,
+                                            std::string(type_url::kRouteConfiguration),
+                                            std::move(routes_bytes)));
     resources.push_back(Resource::FromMessage(listener.name(), listener));
   }
 
@@ -372,12 +427,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
           input.invalid.contains(vs->key())) {
         continue;
       }
-      route_v3::RouteConfiguration routes;
-      routes.set_name(names::GrpcRoutes(vs->key()));
-      *routes.add_virtual_hosts() = vhosts[vs->key()].for_grpc;
+      const ServiceOutput& service = service_cache_.at(vs->key());
       bool any_listener = false;
-      for (const std::string& domain : std::get<VirtualServiceSpec>(vs->spec).domains) {
-        if (domain.find('*') != std::string::npos) continue;  // gRPC targets are exact names
+      for (const auto& [domain, listener] : service.grpc_listeners) {
         auto [owner, fresh] = listener_owner.emplace(domain, vs->key());
         if (fresh) next_owners[{"", domain}] = vs->key();
         if (!fresh) {
@@ -386,14 +438,10 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
                                            owner->second.ToString()));
           continue;
         }
-        Listener listener;
-        listener.set_name(domain);
-        listener.mutable_api_listener()->mutable_api_listener()->PackFrom(
-            MakeHcm(StatPrefix(routes.name()), routes.name(), false));
-        resources.push_back(Resource::FromMessage(domain, listener));
+        resources.push_back(listener);
         any_listener = true;
       }
-      if (any_listener) resources.push_back(Resource::FromMessage(routes.name(), routes));
+      if (any_listener) resources.push_back(service.grpc_routes);
     }
   }
 
@@ -402,7 +450,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   // 6. Remember what was accepted, for when it breaks.
   for (const auto& [key, status] : statuses) {
     auto it = input.objects.find(key);
-    if (it != input.objects.end() && status.state != StatusState::kRejected) {
+    if (it == input.objects.end() || status.state == StatusState::kRejected) continue;
+    auto last = last_accepted_.find(key);
+    if (last == last_accepted_.end() || last->second.content_digest != it->second.content_digest) {
       last_accepted_.insert_or_assign(key, it->second);
     }
   }

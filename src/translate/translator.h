@@ -57,7 +57,19 @@ class Translator {
     std::vector<FieldError> warnings;
   };
 
+  // A virtual service translated: reused while `digest` and `epoch` hold.
+  struct ServiceOutput {
+    std::string digest;
+    std::string epoch;
+    std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
+    bool cors = false;
+    std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse
+    ResourcePtr grpc_routes;
+    std::map<std::string, ResourcePtr> grpc_listeners;  // by domain
+  };
+
   TranslatorOptions options_;
+  std::map<ObjectKey, ServiceOutput> service_cache_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
   std::map<ObjectKey, UpstreamOutput> upstream_cache_;
   // Who served each domain last time, per gateway ("" for gRPC listeners):

@@ -1,30 +1,13 @@
 #include "src/xds/wire.h"
 
 #include "envoy/config/core/v3/base.pb.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/wire_format_lite.h"
+#include "src/common/protowire.h"
 #include "grpcpp/support/slice.h"
 #include "src/snapshot/snapshot.h"
 
 namespace holdfast {
 namespace {
 
-using google::protobuf::internal::WireFormatLite;
-
-class FieldWriter {
- public:
-  explicit FieldWriter(std::string* out) : stream_(out), coded_(&stream_) {}
-  void Bytes(int field, absl::string_view value) {
-    coded_.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-    coded_.WriteVarint32(static_cast<uint32_t>(value.size()));
-    coded_.WriteRaw(value.data(), static_cast<int>(value.size()));
-  }
-
- private:
-  google::protobuf::io::StringOutputStream stream_;
-  google::protobuf::io::CodedOutputStream coded_;
-};
 
 std::string ControlPlaneBytes(const std::string& id) {
   envoy::config::core::v3::ControlPlane control_plane;
@@ -72,12 +55,11 @@ grpc::ByteBuffer EncodeSotwResponse(const Response& response, EncodedBodyCache& 
   // DiscoveryResponse: version_info = 1, resources = 2, type_url = 4,
   // nonce = 5, control_plane = 6. Field order on the wire is free.
   std::string header;
-  {
-    FieldWriter writer(&header);
-    writer.Bytes(1, response.version);
-    writer.Bytes(4, response.type_url);
-    writer.Bytes(5, response.nonce);
-    if (!control_plane_id.empty()) writer.Bytes(6, ControlPlaneBytes(control_plane_id));
+  AppendLengthDelimited(1, response.version, &header);
+  AppendLengthDelimited(4, response.type_url, &header);
+  AppendLengthDelimited(5, response.nonce, &header);
+  if (!control_plane_id.empty()) {
+    AppendLengthDelimited(6, ControlPlaneBytes(control_plane_id), &header);
   }
   std::shared_ptr<const std::string> body;
   if (!response.resources.empty()) {
@@ -92,13 +74,12 @@ grpc::ByteBuffer EncodeDeltaResponse(const Response& response, EncodedBodyCache&
   // DeltaDiscoveryResponse: system_version_info = 1, resources = 2,
   // type_url = 4, nonce = 5, removed_resources = 6, control_plane = 7.
   std::string header;
-  {
-    FieldWriter writer(&header);
-    writer.Bytes(1, response.version);
-    writer.Bytes(4, response.type_url);
-    writer.Bytes(5, response.nonce);
-    for (const std::string& name : response.removed) writer.Bytes(6, name);
-    if (!control_plane_id.empty()) writer.Bytes(7, ControlPlaneBytes(control_plane_id));
+  AppendLengthDelimited(1, response.version, &header);
+  AppendLengthDelimited(4, response.type_url, &header);
+  AppendLengthDelimited(5, response.nonce, &header);
+  for (const std::string& name : response.removed) AppendLengthDelimited(6, name, &header);
+  if (!control_plane_id.empty()) {
+    AppendLengthDelimited(7, ControlPlaneBytes(control_plane_id), &header);
   }
   std::shared_ptr<const std::string> body;
   if (!response.resources.empty()) {

@@ -1,7 +1,8 @@
 """Fixtures for the real-client integration suite.
 
 Every test gets its own temporary directory, a holdfast server on port 0
-(or an explicit port for restart tests), two echo backends (alpha, beta) and
+(or an explicit port for restart tests) serving raw Envoy resources (`world`)
+or gateway objects (`gateway_world`), two echo backends (alpha, beta) and
 clients started on demand. All children are stopped at teardown; on failure
 the tail of each child's log is attached to the report.
 
@@ -12,6 +13,7 @@ echo_backend and xds_cpp_client; HOLDFAST_BIN overrides the server binary
 
 import pytest
 
+from hf_gateway import ConfigDir
 from hf_goclient import build_go_client
 from hf_process import ProcessSet
 from hf_resources import XdsDir
@@ -38,30 +40,45 @@ def procs(request, tmp_path):
 
 
 class World:
-    """One test's holdfast + backends + xds dir; clients made on demand."""
+    """One test's holdfast + backends + source directory; clients made on
+    demand. `source` "xds" serves raw Envoy resources from `self.xds`
+    (pre-filled: every RPC to alpha); "config" serves gateway objects from
+    `self.config` (empty: the test writes it before start_holdfast)."""
 
-    def __init__(self, procs: ProcessSet, binaries: Binaries, tmp_path, request):
+    def __init__(self, procs: ProcessSet, binaries: Binaries, tmp_path, request,
+                 source: str = "xds"):
         self.procs = procs
         self._request = request
         self.binaries = binaries
         self.tmp = tmp_path
         self.alpha = Backend(procs, binaries.echo_backend, "alpha", tmp_path)
         self.beta = Backend(procs, binaries.echo_backend, "beta", tmp_path)
-        self.xds = XdsDir(tmp_path / "xds", tmp_path / "staging")
-        self.xds.write_all(endpoint_port=self.alpha.port)
-        self.holdfast = Holdfast(procs, binaries.holdfast, self.xds.path, tmp_path)
+        self.xds = None
+        self.config = None
+        if source == "xds":
+            self.xds = XdsDir(tmp_path / "xds", tmp_path / "staging")
+            self.xds.write_all(endpoint_port=self.alpha.port)
+            self.holdfast = Holdfast(procs, binaries.holdfast, self.xds.path, tmp_path)
+        elif source == "config":
+            self.config = ConfigDir(tmp_path / "config", tmp_path / "staging")
+            self.holdfast = Holdfast(procs, binaries.holdfast, self.config.path, tmp_path,
+                                     source_flag="--config-dir")
+        else:
+            raise ValueError(f"unknown source {source}")
 
     def start_holdfast(self, xds_port: int = 0) -> Holdfast:
         self.holdfast.start(xds_port)
         self.holdfast.wait_ready()
         return self.holdfast
 
-    def client(self, kind: str) -> XdsClient:
+    def client(self, kind: str, **options) -> XdsClient:
+        """options: see XdsClient (interval_ms, headers, count, deadline_ms,
+        target_host)."""
         # The Go client is built on first use only, so a run that deselects
         # it does not pay for the build.
         go = self._request.getfixturevalue("go_client_binary") if kind == "go" else None
         return XdsClient(self.procs, self.binaries, kind, self.holdfast.xds_port, self.tmp,
-                         go_client=go)
+                         go_client=go, **options)
 
 
 @pytest.fixture(scope="session")
@@ -82,6 +99,12 @@ def client_kind(request, binaries) -> str:
 @pytest.fixture
 def world(request, procs, binaries, tmp_path) -> World:
     return World(procs, binaries, tmp_path, request)
+
+
+@pytest.fixture
+def gateway_world(request, procs, binaries, tmp_path) -> World:
+    """A World whose holdfast serves gateway objects (--config-dir)."""
+    return World(procs, binaries, tmp_path, request, source="config")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -66,6 +66,11 @@ class ManagedProcess:
     def running(self) -> bool:
         return self.proc.poll() is None
 
+    def output_complete(self) -> bool:
+        """The process has exited and all its stdout has been read."""
+        return self.proc.poll() is not None and (self._reader is None
+                                                 or not self._reader.is_alive())
+
     def kill(self, sig: int = signal.SIGKILL, wait: float = 10.0) -> int:
         """Sends `sig` to this process only and waits for it to exit."""
         if self.proc.poll() is None:

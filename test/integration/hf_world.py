@@ -8,12 +8,12 @@ import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from hf_admin import Admin
 from hf_process import (ManagedProcess, ProcessSet, environ_without_grpc,
                         wait_for_file)
-from hf_resources import ALL_TYPES, XdsDir
+from hf_resources import ALL_TYPES, TARGET_HOST
 from hf_wait import wait_for
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -44,12 +44,16 @@ class Binaries:
 
 class Holdfast:
     """The server under test. start() may be called again after kill() to
-    restart on the same xDS port."""
+    restart on the same xDS port. `source_flag` says what `source_dir` holds:
+    raw Envoy resources (--xds-dir) or gateway objects (--config-dir)."""
 
-    def __init__(self, procs: ProcessSet, binary: Path, xds_dir: Path, work: Path):
+    def __init__(self, procs: ProcessSet, binary: Path, source_dir: Path, work: Path,
+                 source_flag: str = "--xds-dir"):
+        assert source_flag in ("--xds-dir", "--config-dir"), source_flag
         self._procs = procs
         self._binary = binary
-        self._xds_dir = xds_dir
+        self._source_dir = source_dir
+        self._source_flag = source_flag
         self._ports_file = work / "holdfast-ports.json"
         self.proc: Optional[ManagedProcess] = None
         self.xds_port: Optional[int] = None
@@ -60,7 +64,7 @@ class Holdfast:
         self._ports_file.unlink(missing_ok=True)
         self.proc = self._procs.start("holdfast", [
             self._binary, "serve",
-            "--xds-dir", self._xds_dir,
+            self._source_flag, self._source_dir,
             "--xds-listen", f"127.0.0.1:{xds_port}",
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
@@ -91,13 +95,19 @@ class Backend:
 
 class XdsClient:
     """A proxyless gRPC client process printing one line per RPC:
-    `ok <backend>` or `error <code> <message>`."""
+    `ok <backend>` or `error <code> <message>`.
+
+    `headers` are sent as request metadata with every RPC (what xDS route
+    header matchers see); `count` makes the client exit after that many RPCs
+    (0: forever)."""
 
     KINDS = ("cpp", "node", "go")
 
     def __init__(self, procs: ProcessSet, binaries: Binaries, kind: str,
                  xds_port: int, work: Path, interval_ms: int = 100,
-                 go_client: Optional[Path] = None):
+                 go_client: Optional[Path] = None, *, target_host: str = TARGET_HOST,
+                 headers: Sequence[tuple[str, str]] = (), count: int = 0,
+                 deadline_ms: int = 1000):
         self.kind = kind
         self.node_id = f"{kind}-{uuid.uuid4().hex[:12]}"
         bootstrap = work / f"bootstrap-{self.node_id}.json"
@@ -113,8 +123,12 @@ class XdsClient:
         }))
         env = environ_without_grpc()
         env["GRPC_XDS_BOOTSTRAP"] = str(bootstrap)
-        flags = ["--target", "xds:///echo.test", "--interval-ms", str(interval_ms),
-                 "--deadline-ms", "1000"]
+        flags = ["--target", f"xds:///{target_host}", "--interval-ms", str(interval_ms),
+                 "--deadline-ms", str(deadline_ms)]
+        if count:
+            flags += ["--count", str(count)]
+        for name, value in headers:
+            flags += ["--header", f"{name}={value}"]
         if kind == "cpp":
             argv = [binaries.xds_cpp_client, *flags]
         elif kind == "node":
@@ -135,9 +149,19 @@ class XdsClient:
     def lines(self, since: int = 0) -> list[str]:
         return self.proc.lines(since)
 
-    def wait_lines(self, count: int, since: int, timeout: float = CONVERGE_TIMEOUT) -> list[str]:
-        """The first `count` lines printed after `since`."""
-        lines = wait_for(lambda: self.lines(since), lambda ls: len(ls) >= count,
+    def wait_lines(self, count: int, since: int = 0,
+                   timeout: float = CONVERGE_TIMEOUT) -> list[str]:
+        """The first `count` lines printed after `since`; fails early if the
+        client exits without printing them."""
+        def observe():
+            lines = self.lines(since)
+            if len(lines) < count and self.proc.output_complete():
+                raise AssertionError(
+                    f"client {self.node_id} exited with {self.proc.proc.returncode} after "
+                    f"{len(lines)} of {count} RPC results: {lines!r}")
+            return lines
+
+        lines = wait_for(observe, lambda ls: len(ls) >= count,
                          timeout=timeout, what=f"{count} RPC results from {self.node_id}")
         return lines[:count]
 

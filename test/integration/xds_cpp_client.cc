@@ -6,10 +6,11 @@
 // NACKs, and routes RPCs by them.
 //
 //   xds_cpp_client --target xds:///echo.test [--interval-ms 100]
-//                  [--deadline-ms 1000] [--count N]
+//                  [--deadline-ms 1000] [--count N] [--header NAME=VALUE]...
 //
-// Makes one Echo.Call every interval (forever unless --count) and prints one
-// line per RPC to stdout, flushed:
+// Makes one Echo.Call every interval (forever unless --count), each carrying
+// every --header as request metadata (what xDS header matchers see), and
+// prints one line per RPC to stdout, flushed:
 //   ok <backend-name>
 //   error <numeric-code> <message on one line>
 
@@ -19,12 +20,15 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "holdfast/test/echo.grpc.pb.h"
@@ -37,6 +41,7 @@ struct Flags {
   int interval_ms = 100;
   int deadline_ms = 1000;
   long count = 0;  // 0: forever
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every RPC
 };
 
 absl::Status ParseFlags(int argc, char** argv, Flags& flags) {
@@ -53,6 +58,13 @@ absl::Status ParseFlags(int argc, char** argv, Flags& flags) {
       ok = absl::SimpleAtoi(value, &flags.deadline_ms) && flags.deadline_ms > 0;
     } else if (arg == "--count") {
       ok = absl::SimpleAtoi(value, &flags.count) && flags.count >= 0;
+    } else if (arg == "--header") {
+      // gRPC metadata keys are lower case; an upper-case key would make
+      // AddMetadata fail the call instead of sending it.
+      const size_t eq = value.find('=');
+      ok = eq != absl::string_view::npos && eq > 0 &&
+           absl::AsciiStrToLower(value.substr(0, eq)) == value.substr(0, eq);
+      if (ok) flags.headers.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg));
     }
@@ -89,6 +101,7 @@ int Run(int argc, char** argv) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(flags.deadline_ms));
+    for (const auto& [name, value] : flags.headers) context.AddMetadata(name, value);
     EchoRequest request;
     request.set_message(absl::StrCat("rpc ", n));
     EchoReply reply;

@@ -5,8 +5,10 @@
 //
 //   node xds_node_client.js --target xds:///echo.test [--interval-ms 100]
 //                           [--deadline-ms 1000] [--count N]
+//                           [--header NAME=VALUE]...
 //
-// One Echo.Call per interval; one line per RPC on stdout:
+// One Echo.Call per interval, each carrying every --header as request
+// metadata (what xDS header matchers see); one line per RPC on stdout:
 //   ok <backend-name>
 //   error <numeric-code> <message on one line>
 'use strict';
@@ -24,7 +26,7 @@ const grpcXds = load('@grpc/grpc-js-xds');
 const protoLoader = load('@grpc/proto-loader');
 
 function parseFlags(argv) {
-  const flags = { target: '', intervalMs: 100, deadlineMs: 1000, count: 0 };
+  const flags = { target: '', intervalMs: 100, deadlineMs: 1000, count: 0, headers: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const arg = argv[i];
     const value = argv[i + 1];
@@ -39,6 +41,13 @@ function parseFlags(argv) {
       case '--interval-ms': flags.intervalMs = asInt(); break;
       case '--deadline-ms': flags.deadlineMs = asInt(); break;
       case '--count': flags.count = asInt(); break;
+      case '--header': {
+        const eq = value.indexOf('=');
+        const name = value.slice(0, eq);
+        if (eq <= 0 || name !== name.toLowerCase()) throw new Error(`bad value for ${arg}: ${value}`);
+        flags.headers.push([name, value.slice(eq + 1)]);
+        break;
+      }
       default: throw new Error(`unknown flag ${arg}`);
     }
   }
@@ -68,7 +77,9 @@ function main() {
   let n = 0;
   const callOnce = () => {
     const deadline = new Date(Date.now() + flags.deadlineMs);
-    client.Call({ message: `rpc ${n}` }, { deadline }, (err, reply) => {
+    const metadata = new grpc.Metadata();
+    for (const [name, value] of flags.headers) metadata.add(name, value);
+    client.Call({ message: `rpc ${n}` }, metadata, { deadline }, (err, reply) => {
       const line = err ? `error ${err.code} ${oneLine(err.details || err.message)}`
                        : `ok ${reply.backend}`;
       // process.stdout.write to a pipe is asynchronous in Node; the callback

@@ -1,0 +1,153 @@
+// Translation at scale (issue: gateway model): N virtual services with R
+// routes each and U upstreams behind one gateway. Measures the full
+// translation (decode excluded: objects are built in memory), the snapshot
+// build, resident memory, and the time to publish a change to one virtual
+// service. Prints one markdown table row per figure.
+//
+//   translate_bench [--services 10000] [--routes 10] [--upstreams 5000] [--changes 20]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/snapshot/snapshot.h"
+#include "src/translate/translator.h"
+
+namespace holdfast {
+namespace {
+
+double RssMb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE) / 1e6;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+GatewayObject MakeUpstream(int i) {
+  GatewayObject o;
+  o.meta.name = absl::StrCat("upstream-", i);
+  o.meta.ns = "bench";
+  UpstreamSpec spec;
+  spec.hosts = {{absl::StrCat("10.", i / 65536 % 256, ".", i / 256 % 256, ".", i % 256), 8080, 1},
+                {absl::StrCat("10.1", i / 65536 % 256, ".", i / 256 % 256, ".", i % 256), 8080, 1}};
+  o.spec = spec;
+  o.content_digest = absl::StrCat("u", i);
+  return o;
+}
+
+GatewayObject MakeService(int i, int routes, int upstreams, int generation) {
+  GatewayObject o;
+  o.meta.name = absl::StrCat("service-", i);
+  o.meta.ns = "bench";
+  o.meta.labels = {{"gateway", "public"}};
+  VirtualServiceSpec spec;
+  spec.domains = {absl::StrCat("service-", i, ".example.com")};
+  for (int r = 0; r < routes; ++r) {
+    Route route;
+    route.name = absl::StrCat("r", r);
+    route.match.path = {StringMatch::Kind::kPrefix, absl::StrCat("/api/v", generation, "/r", r)};
+    if (r % 3 == 0) route.match.headers.push_back({"x-canary", {StringMatch::Kind::kExact, "1"}, false});
+    if (r % 2 == 0) {
+      route.action = ObjectRef{absl::StrCat("upstream-", (i * routes + r) % upstreams), ""};
+    } else {
+      route.action = std::vector<WeightedUpstream>{
+          {{absl::StrCat("upstream-", (i + r) % upstreams), ""}, 90},
+          {{absl::StrCat("upstream-", (i + r + 1) % upstreams), ""}, 10}};
+    }
+    route.options.timeout = absl::Seconds(5);
+    spec.routes.push_back(route);
+  }
+  o.spec = spec;
+  o.content_digest = absl::StrCat("s", i, "g", generation);
+  return o;
+}
+
+int Run(int services, int routes, int upstreams, int changes) {
+  TranslationInput input;
+  for (int i = 0; i < upstreams; ++i) {
+    GatewayObject o = MakeUpstream(i);
+    input.objects.emplace(o.key(), o);
+  }
+  for (int i = 0; i < services; ++i) {
+    GatewayObject o = MakeService(i, routes, upstreams, 0);
+    input.objects.emplace(o.key(), o);
+  }
+  GatewayObject gateway;
+  gateway.meta.name = "public";
+  gateway.meta.ns = "bench";
+  GatewaySpec gw;
+  gw.port = 8080;
+  gw.virtual_service_selector = Selector{{{"gateway", "public"}}, {}, false};
+  gateway.spec = gw;
+  gateway.content_digest = "gw";
+  input.objects.emplace(gateway.key(), gateway);
+
+  const double rss_before = RssMb();
+  Translator translator;
+  auto start = std::chrono::steady_clock::now();
+  TranslationOutput out = translator.Translate(input);
+  auto translated = std::chrono::steady_clock::now();
+  size_t count = out.resources.size();
+  size_t bytes = 0;
+  for (const auto& r : out.resources) bytes += r->serialized().size();
+  auto snapshot = Snapshot::Build(std::move(out.resources), absl::Now());
+  auto built = std::chrono::steady_clock::now();
+  if (!snapshot.ok()) {
+    std::fprintf(stderr, "snapshot: %s\n", std::string(snapshot.status().message()).c_str());
+    return 1;
+  }
+  const double rss_after = RssMb();
+
+  std::vector<double> change_seconds;
+  for (int c = 1; c <= changes; ++c) {
+    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c);
+    input.objects.insert_or_assign(changed.key(), changed);
+    auto t0 = std::chrono::steady_clock::now();
+    TranslationOutput next = translator.Translate(input);
+    auto next_snapshot = Snapshot::Build(std::move(next.resources), absl::Now());
+    auto t1 = std::chrono::steady_clock::now();
+    if (!next_snapshot.ok()) return 1;
+    change_seconds.push_back(Seconds(t1 - t0));
+  }
+  std::sort(change_seconds.begin(), change_seconds.end());
+
+  std::printf("| figure | value |\n|---|---|\n");
+  std::printf("| objects | %d virtual services x %d routes, %d upstreams, 1 gateway |\n", services,
+              routes, upstreams);
+  std::printf("| Envoy resources | %zu (%.1f MB serialized) |\n", count, bytes / 1e6);
+  std::printf("| full translation | %.3f s |\n", Seconds(translated - start));
+  std::printf("| snapshot build (consistency check, digests) | %.3f s |\n", Seconds(built - translated));
+  std::printf("| resident memory added | %.0f MB |\n", rss_after - rss_before);
+  if (!change_seconds.empty()) {
+    std::printf("| one virtual service changed, translate + build (median of %d) | %.3f s |\n",
+                changes, change_seconds[change_seconds.size() / 2]);
+    std::printf("| same, max | %.3f s |\n", change_seconds.back());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace holdfast
+
+int main(int argc, char** argv) {
+  int services = 10000, routes = 10, upstreams = 5000, changes = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    int value = std::atoi(argv[i + 1]);
+    if (flag == "--services") services = value;
+    else if (flag == "--routes") routes = value;
+    else if (flag == "--upstreams") upstreams = value;
+    else if (flag == "--changes") changes = value;
+  }
+  return holdfast::Run(services, routes, upstreams, changes);
+}
