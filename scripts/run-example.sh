@@ -4,10 +4,7 @@
 # services): xDS on 127.0.0.1:18000, admin on http://127.0.0.1:19000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
-export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
-export CCACHE_BASEDIR="$PWD"
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
+source scripts/env.sh
 scripts/setup.sh build
 cmake --build build --target holdfast
 exec build/src/app/holdfast serve --config-dir examples/gateway "$@"

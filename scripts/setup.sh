@@ -10,10 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/versions.sh
+source scripts/env.sh
 
 BUILD_DIR="${1:-build}"
 shift || true
-CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
+CACHE="$HOLDFAST_CACHE"
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-pytest curl
@@ -45,9 +46,6 @@ fi
 # earlier on PATH, such as pyenv's, may bring its own).
 python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet "pytest>=7"
 
-# The Go client of the integration tests and the benchmark peer need Go >= 1.22;
-# machines of this kind ship one in /usr/local/go.
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 
 # Envoy API protos and the Node.js xDS client, pinned by package-lock.json.
 if [[ ! -f node_modules/.package-lock.json ]] || ! cmp -s package-lock.json node_modules/.holdfast-lock; then

@@ -5,10 +5,7 @@
 # Usage: scripts/test.sh   (HOLDFAST_SKIP_SANITIZE=1 skips step 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export HOLDFAST_CACHE="${HOLDFAST_CACHE:-$HOME/.cache/holdfast}"
-export CCACHE_DIR="${CCACHE_DIR:-$HOLDFAST_CACHE/ccache}"
-export CCACHE_BASEDIR="$PWD"
-[[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
+source scripts/env.sh
 JOBS="${JOBS:-$(nproc)}"
 
 scripts/setup.sh build

@@ -98,35 +98,28 @@ absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFinger
 }
 
 void ConfigDirectorySource::Start() {
-  poller_ = std::thread([this] {
-    std::map<std::string, FileFingerprint> previous;
-    bool have_previous = false;
-    bool healthy = true;
-    while (!stop_.WaitForNotificationWithTimeout(options_.poll_interval)) {
-      absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-          ScanDirectory(options_.directory, kExtensions);
-      if (!scan.ok()) {
-        if (healthy) LogWarning("%s; serving the last good snapshot", scan.status().message());
-        healthy = false;
-        continue;
-      }
-      if (!healthy) LogInfo("config directory %s readable again", options_.directory);
-      healthy = true;
-      // Debounce: apply only a scan that matches the previous one.
-      if (have_previous && *scan == previous) {
-        absl::MutexLock lock(&reload_mu_);
-        (void)Apply(*scan);
-      }
-      previous = *std::move(scan);
-      have_previous = true;
+  poller_.Start(options_.poll_interval,
+                [this, healthy = true, previous = std::optional<std::map<std::string,
+                                                                         FileFingerprint>>()]() mutable {
+    absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
+        ScanDirectory(options_.directory, kExtensions);
+    if (!scan.ok()) {
+      if (healthy) LogWarning("%s; serving the last good snapshot", scan.status().message());
+      healthy = false;
+      return;
     }
+    if (!healthy) LogInfo("config directory %s readable again", options_.directory);
+    healthy = true;
+    // Debounce: apply only a scan that matches the previous one.
+    if (previous.has_value() && *scan == *previous) {
+      absl::MutexLock lock(&reload_mu_);
+      (void)Apply(*scan);
+    }
+    previous = *std::move(scan);
   });
 }
 
-void ConfigDirectorySource::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  if (poller_.joinable()) poller_.join();
-}
+void ConfigDirectorySource::Stop() { poller_.Stop(); }
 
 StatusMap ConfigDirectorySource::statuses() const {
   absl::MutexLock lock(&mu_);

@@ -13,6 +13,7 @@
 #include "src/snapshot/snapshot.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
+#include "src/source/poller.h"
 
 namespace holdfast {
 
@@ -62,8 +63,7 @@ class ConfigDirectorySource {
   mutable absl::Mutex mu_;
   StatusMap statuses_ ABSL_GUARDED_BY(mu_);
 
-  absl::Notification stop_;
-  std::thread poller_;
+  Poller poller_;
 };
 
 }  // namespace holdfast

@@ -1,35 +1,23 @@
 #include "src/source/xds_directory.h"
 
-#include <sys/stat.h>
-
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/common/log.h"
 #include "src/snapshot/references.h"
+#include "src/source/directory_scanner.h"
 #include "src/source/envoy_file_parser.h"
 #include "src/source/envoy_validation.h"
 
 namespace holdfast {
-
-namespace fs = std::filesystem;
 
 struct XdsDirectorySource::FileState {
   struct Good {
     ResourcePtr resource;
     int line;
   };
-  // What identifies the file's content without reading it.
-  struct Fingerprint {
-    int64_t mtime_ns = 0;
-    int64_t size = 0;
-    uint64_t inode = 0;
-    bool operator==(const Fingerprint&) const = default;
-  } fingerprint;
+  FileFingerprint fingerprint;
   bool unreadable = false;
   std::vector<Good> good;
   std::vector<FileProblem> problems;
@@ -39,29 +27,15 @@ namespace {
 
 using Key = std::pair<std::string, std::string>;
 
-bool IsConfigFile(const fs::path& path) {
-  const std::string ext = path.extension().string();
-  return ext == ".yaml" || ext == ".yml" || ext == ".json";
-}
-
-bool IsHidden(const fs::path& relative) {
-  for (const fs::path& part : relative) {
-    if (!part.empty() && part.string()[0] == '.') return true;
-  }
-  return false;
-}
-
 std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path) {
   auto state = std::make_shared<XdsDirectorySource::FileState>();
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  if (!in) {
+  absl::StatusOr<std::string> contents = ReadWholeFile(path);
+  if (!contents.ok()) {
     state->unreadable = true;
-    state->problems.push_back({0, "", "", "cannot read file"});
+    state->problems.push_back({0, "", "", std::string(contents.status().message())});
     return state;
   }
-  ParsedFile parsed = ParseEnvoyResources(contents.str());
+  ParsedFile parsed = ParseEnvoyResources(*contents);
   state->unreadable = parsed.unreadable;
   state->problems = std::move(parsed.problems);
   for (ParsedResource& resource : parsed.resources) {
@@ -102,36 +76,20 @@ absl::Status XdsDirectorySource::Reload() {
   absl::MutexLock reload(&reload_mu_);
 
   // 1. Find the files and re-parse those whose fingerprint changed.
-  std::error_code ec;
-  fs::recursive_directory_iterator it(options_.directory,
-                                      fs::directory_options::follow_directory_symlink, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot list ", options_.directory, ": ", ec.message()));
-  }
+  absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
+      ScanDirectory(options_.directory, {".yaml", ".yml", ".json"});
+  if (!scan.ok()) return scan.status();
   std::map<std::string, std::shared_ptr<FileState>> files;
   bool changed = false;
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    const fs::path& path = it->path();
-    if (IsHidden(path.lexically_relative(options_.directory))) {
-      if (it->is_directory()) it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_regular_file() || !IsConfigFile(path)) continue;
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) continue;
-    FileState::Fingerprint fingerprint{
-        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-        static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
-    auto previous = files_.find(path.string());
+  for (const auto& [path, fingerprint] : *scan) {
+    auto previous = files_.find(path);
     if (previous != files_.end() && previous->second->fingerprint == fingerprint) {
-      files.emplace(path.string(), previous->second);
+      files.emplace(path, previous->second);
       continue;
     }
-    auto state = LoadFile(path.string());
+    auto state = LoadFile(path);
     state->fingerprint = fingerprint;
-    files.emplace(path.string(), std::move(state));
+    files.emplace(path, std::move(state));
     changed = true;
   }
   if (files.size() != files_.size()) changed = true;
@@ -250,26 +208,20 @@ absl::Status XdsDirectorySource::Reload() {
 }
 
 void XdsDirectorySource::Start() {
-  poller_ = std::thread([this] {
-    absl::Status last = absl::OkStatus();
-    while (!stop_.WaitForNotificationWithTimeout(options_.poll_interval)) {
-      absl::Status status = Reload();
-      if (status.ok() != last.ok()) {
-        if (status.ok()) {
-          LogInfo("xds directory %s readable again", options_.directory);
-        } else {
-          LogWarning("%s; serving the last good snapshot", status.message());
-        }
+  poller_.Start(options_.poll_interval, [this, healthy = true]() mutable {
+    absl::Status status = Reload();
+    if (status.ok() != healthy) {
+      if (status.ok()) {
+        LogInfo("xds directory %s readable again", options_.directory);
+      } else {
+        LogWarning("%s; serving the last good snapshot", status.message());
       }
-      last = status;
     }
+    healthy = status.ok();
   });
 }
 
-void XdsDirectorySource::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  if (poller_.joinable()) poller_.join();
-}
+void XdsDirectorySource::Stop() { poller_.Stop(); }
 
 std::vector<Rejection> XdsDirectorySource::rejections() const {
   absl::MutexLock lock(&mu_);

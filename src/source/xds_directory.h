@@ -14,6 +14,7 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
+#include "src/source/poller.h"
 
 namespace holdfast {
 
@@ -82,8 +83,7 @@ class XdsDirectorySource {
   mutable absl::Mutex mu_;
   std::vector<Rejection> rejections_ ABSL_GUARDED_BY(mu_);
 
-  absl::Notification stop_;
-  std::thread poller_;
+  Poller poller_;
 };
 
 }  // namespace holdfast
