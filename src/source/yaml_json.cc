@@ -42,9 +42,11 @@ nlohmann::json Scalar(const YAML::Node& node) {
   return value;
 }
 
-}  // namespace
-
-absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth) {
+absl::StatusOr<nlohmann::json> Convert(const YAML::Node& node, int max_depth, int64_t* budget) {
+  if (--*budget < 0) {
+    return absl::InvalidArgumentError(
+        "document expands to too many nodes (aliases repeated too often?)");
+  }
   if (max_depth <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "line ", node.Mark().line + 1, ": nested too deeply (or an alias refers to itself)"));
@@ -57,7 +59,7 @@ absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth)
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
       for (const YAML::Node& item : node) {
-        absl::StatusOr<nlohmann::json> value = YamlToJson(item, max_depth - 1);
+        absl::StatusOr<nlohmann::json> value = Convert(item, max_depth - 1, budget);
         if (!value.ok()) return value.status();
         array.push_back(*std::move(value));
       }
@@ -70,7 +72,7 @@ absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth)
           return absl::InvalidArgumentError(
               absl::StrCat("line ", entry.first.Mark().line + 1, ": map keys must be scalars"));
         }
-        absl::StatusOr<nlohmann::json> value = YamlToJson(entry.second, max_depth - 1);
+        absl::StatusOr<nlohmann::json> value = Convert(entry.second, max_depth - 1, budget);
         if (!value.ok()) return value.status();
         object[entry.first.Scalar()] = *std::move(value);
       }
@@ -80,6 +82,14 @@ absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth)
       break;
   }
   return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
+                                          int64_t max_nodes) {
+  int64_t budget = max_nodes;
+  return Convert(node, max_depth, &budget);
 }
 
 }  // namespace holdfast

@@ -10,7 +10,10 @@ namespace holdfast {
 // unquoted true/false are booleans, unquoted null/~ is null, unquoted numbers
 // are numbers, everything else (and anything quoted) is a string. JSON input
 // (a subset of YAML) converts to itself. Nesting deeper than `max_depth`
-// (including aliases that refer to themselves) is an error.
-absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth = 64);
+// (including aliases that refer to themselves) is an error, and so is a
+// document that expands to more than `max_nodes` nodes (aliases are copied,
+// so a small file can otherwise expand exponentially).
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth = 64,
+                                          int64_t max_nodes = 1'000'000);
 
 }  // namespace holdfast
