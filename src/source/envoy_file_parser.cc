@@ -13,9 +13,9 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-void ParseOne(const YAML::Node& node, ParsedFile* out) {
+void ParseOne(const YAML::Node& node, int64_t* node_budget, ParsedFile* out) {
   const int line = node.Mark().line + 1;
-  absl::StatusOr<nlohmann::json> converted = YamlToJson(node);
+  absl::StatusOr<nlohmann::json> converted = YamlToJson(node, /*max_depth=*/64, node_budget);
   if (!converted.ok()) {
     out->problems.push_back({line, "", "", std::string(converted.status().message())});
     return;
@@ -90,6 +90,9 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
     out.problems.push_back({e.mark.line + 1, "", "", e.msg});
     return out;
   }
+  // Written YAML has at most a node per two bytes; only aliases copied over
+  // and over exceed that, so the budget bounds alias expansion.
+  int64_t node_budget = 16 * static_cast<int64_t>(contents.size()) + 1024;
   try {
     for (const YAML::Node& document : documents) {
       if (!document || document.IsNull()) continue;
@@ -100,9 +103,9 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
               {resources.Mark().line + 1, "", "", "resources: expected a list of resources"});
           continue;
         }
-        for (const YAML::Node& resource : resources) ParseOne(resource, &out);
+        for (const YAML::Node& resource : resources) ParseOne(resource, &node_budget, &out);
       } else {
-        ParseOne(document, &out);
+        ParseOne(document, &node_budget, &out);
       }
     }
   } catch (const std::exception& e) {

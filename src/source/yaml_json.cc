@@ -92,4 +92,9 @@ absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
   return Convert(node, max_depth, &budget);
 }
 
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
+                                          int64_t* node_budget) {
+  return Convert(node, max_depth, node_budget);
+}
+
 }  // namespace holdfast

@@ -15,5 +15,8 @@ namespace holdfast {
 // so a small file can otherwise expand exponentially).
 absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth = 64,
                                           int64_t max_nodes = 1'000'000);
+// The same with a node budget shared by several calls (one file's documents).
+absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
+                                          int64_t* node_budget);
 
 }  // namespace holdfast

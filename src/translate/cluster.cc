@@ -29,7 +29,9 @@ ClusterLoadAssignment LoadAssignment(const std::string& name, const UpstreamSpec
   ClusterLoadAssignment cla;
   cla.set_cluster_name(name);
   auto* locality = cla.add_endpoints();
-  // gRPC ignores localities without a weight.
+  // gRPC clients reject a locality without an identity and ignore one
+  // without a weight.
+  locality->mutable_locality()->set_zone("default");
   locality->mutable_load_balancing_weight()->set_value(1);
   for (const UpstreamHost& host : spec.hosts) {
     auto* lb_endpoint = locality->add_lb_endpoints();

@@ -43,7 +43,19 @@ void AddHeaders(const HeaderEdits& edits,
   for (const std::string& name : edits.remove) *remove->Add() = name;
 }
 
-route_v3::RouteMatch TranslateMatch(const RouteMatch& match) {
+// gRPC C++ core 1.51 reads only the older per-kind header matcher fields;
+// Envoy reads both.
+void ToLegacyHeaderMatcher(const StringMatch& match, route_v3::HeaderMatcher* out) {
+  switch (match.kind) {
+    case StringMatch::Kind::kExact: out->set_exact_match(match.value); break;
+    case StringMatch::Kind::kPrefix: out->set_prefix_match(match.value); break;
+    case StringMatch::Kind::kSuffix: out->set_suffix_match(match.value); break;
+    case StringMatch::Kind::kRegex: out->mutable_safe_regex_match()->set_regex(match.value); break;
+    case StringMatch::Kind::kPresent: out->set_present_match(true); break;
+  }
+}
+
+route_v3::RouteMatch TranslateMatch(const RouteMatch& match, bool for_grpc) {
   route_v3::RouteMatch out;
   switch (match.path.kind) {
     case StringMatch::Kind::kExact: out.set_path(match.path.value); break;
@@ -54,7 +66,9 @@ route_v3::RouteMatch TranslateMatch(const RouteMatch& match) {
     auto* h = out.add_headers();
     h->set_name(header.name);
     h->set_invert_match(header.invert);
-    if (header.match.kind == StringMatch::Kind::kPresent) {
+    if (for_grpc) {
+      ToLegacyHeaderMatcher(header.match, h);
+    } else if (header.match.kind == StringMatch::Kind::kPresent) {
       h->set_present_match(true);
     } else {
       ToStringMatcher(header.match, h->mutable_string_match());
@@ -69,15 +83,18 @@ route_v3::RouteMatch TranslateMatch(const RouteMatch& match) {
       ToStringMatcher(param.match, q->mutable_string_match());
     }
   }
-  if (match.methods.size() == 1) {
+  if (!match.methods.empty()) {
+    StringMatch method = match.methods.size() == 1
+                             ? StringMatch{StringMatch::Kind::kExact, match.methods[0]}
+                             : StringMatch{StringMatch::Kind::kRegex,
+                                           absl::StrCat("^(", absl::StrJoin(match.methods, "|"), ")$")};
     auto* h = out.add_headers();
     h->set_name(":method");
-    h->mutable_string_match()->set_exact(match.methods[0]);
-  } else if (match.methods.size() > 1) {
-    auto* h = out.add_headers();
-    h->set_name(":method");
-    h->mutable_string_match()->mutable_safe_regex()->set_regex(
-        absl::StrCat("^(", absl::StrJoin(match.methods, "|"), ")$"));
+    if (for_grpc) {
+      ToLegacyHeaderMatcher(method, h);
+    } else {
+      ToStringMatcher(method, h->mutable_string_match());
+    }
   }
   return out;
 }
@@ -88,9 +105,16 @@ void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& r
   const std::string full = absl::StrCat(ref.ns.empty() ? ns : ref.ns, "/", ref.name);
   status->Warn(absl::StrCat(route.path, ".", field),
                absl::StrCat("upstream ", full, " not found; the route answers ",
-                            target.missing_upstream_status),
+                            target.missing_upstream_status,
+                            " (gRPC clients: RPCs fail UNAVAILABLE)"),
                route.location);
   out->clear_route();
+  if (target.for_grpc) {
+    // gRPC clients take only forwarding routes (grpc-js rejects the whole
+    // route configuration otherwise); the unroutable cluster fails them fast.
+    out->mutable_route()->set_cluster(kUnroutableCluster);
+    return;
+  }
   out->mutable_direct_response()->set_status(target.missing_upstream_status);
   out->mutable_direct_response()->mutable_body()->set_inline_string(
       absl::StrCat("upstream ", full, " not found\n"));
@@ -100,11 +124,13 @@ void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& r
 
 bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
 
+const char kUnroutableCluster[] = "holdfast/unroutable";
+
 route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
                                const RouteTarget& target, ObjectStatus* status) {
   route_v3::Route out;
   if (!route.name.empty()) out.set_name(route.name);
-  *out.mutable_match() = TranslateMatch(route.match);
+  *out.mutable_match() = TranslateMatch(route.match, target.for_grpc);
   const RouteOptions& options = route.options;
 
   auto apply_route_options = [&](route_v3::RouteAction* action) {
@@ -145,8 +171,16 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
       auto* c = clusters->add_clusters();
       c->set_name(cluster);
       c->mutable_weight()->set_value(w.weight);
+      // gRPC C++ core 1.51 assumes 100 when total_weight is absent.
+      if (target.for_grpc) {
+        clusters->mutable_total_weight()->set_value(clusters->total_weight().value() + w.weight);
+      }
     }
     if (!missing) apply_route_options(out.mutable_route());
+  } else if (target.for_grpc) {
+    // Redirects and direct responses mean nothing to an RPC, and grpc-js
+    // rejects a route configuration that has them: such routes fail RPCs.
+    out.mutable_route()->set_cluster(kUnroutableCluster);
   } else if (const auto* redirect = std::get_if<Redirect>(&route.action)) {
     auto* r = out.mutable_redirect();
     if (!redirect->host.empty()) r->set_host_redirect(redirect->host);

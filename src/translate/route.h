@@ -23,6 +23,13 @@ struct RouteTarget {
 envoy::config::route::v3::Route TranslateRoute(const Route& route, const std::string& ns,
                                                const RouteTarget& target, ObjectStatus* status);
 
+// The cluster that gRPC routes without an upstream (missing upstream,
+// redirects, direct responses) point at: it exists and has no endpoints, so
+// those RPCs fail UNAVAILABLE at once. (A missing cluster would instead make
+// clients wait out their does-not-exist timer, and some hold every RPC of
+// the service meanwhile.)
+extern const char kUnroutableCluster[];
+
 // Whether any route option needs the CORS HTTP filter.
 bool UsesCors(const Route& route);
 

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
@@ -271,7 +273,10 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
     for (const FlatRoute& flat : flattener.Flatten(*vs, spec.routes)) {
       if (flat.synthesized) {
         *for_gateway.add_routes() = *flat.synthesized;
-        *for_grpc.add_routes() = *flat.synthesized;
+        route_v3::Route* grpc_route = for_grpc.add_routes();
+        *grpc_route = *flat.synthesized;
+        grpc_route->clear_direct_response();  // gRPC clients take forwarding routes only
+        grpc_route->mutable_route()->set_cluster(kUnroutableCluster);
         continue;
       }
       RouteTarget target{resolver_for(flat.ns), options_.missing_upstream_status, false};
@@ -279,6 +284,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       out.cors |= UsesCors(*flat.route);
       target.for_grpc = true;
       *for_grpc.add_routes() = TranslateRoute(*flat.route, flat.ns, target, flat.status);
+    }
+    for (const route_v3::Route& r : for_grpc.routes()) {
+      out.uses_unroutable |= r.route().cluster() == kUnroutableCluster;
     }
     for (const auto& [key, status] : scratch) {
       for (const FieldError& reason : status.reasons) {
@@ -417,6 +425,21 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
 
   // 5. Proxyless gRPC: an API listener per domain, a route config per service.
   if (options_.grpc_listeners) {
+    bool unroutable = false;
+    for (const auto& [key, service] : service_cache_) unroutable |= service.uses_unroutable;
+    if (unroutable) {
+      envoy::config::cluster::v3::Cluster cluster;
+      cluster.set_name(kUnroutableCluster);
+      cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+      cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+      cluster.mutable_eds_cluster_config()->mutable_eds_config()->set_resource_api_version(
+          envoy::config::core::v3::V3);
+      cluster.mutable_connect_timeout()->set_seconds(1);
+      envoy::config::endpoint::v3::ClusterLoadAssignment empty;
+      empty.set_cluster_name(kUnroutableCluster);
+      resources.push_back(Resource::FromMessage(kUnroutableCluster, cluster));
+      resources.push_back(Resource::FromMessage(kUnroutableCluster, empty));
+    }
     std::map<std::string, ObjectKey> listener_owner;
     std::vector<const GatewayObject*> services = index.OfKind(kind::kVirtualService);
     std::stable_partition(services.begin(), services.end(), [&](const GatewayObject* vs) {

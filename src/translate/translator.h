@@ -63,6 +63,7 @@ class Translator {
     std::string epoch;
     std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
     bool cors = false;
+    bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
     std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse
     ResourcePtr grpc_routes;
     std::map<std::string, ResourcePtr> grpc_listeners;  // by domain

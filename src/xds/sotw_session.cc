@@ -62,7 +62,12 @@ std::optional<SotwSession::Desired> SotwSession::Compute(const std::string& type
       if (it != available.end()) desired.resources.push_back(it->second);
     }
     desired.version = VersionOf(desired.resources);
-    if (desired.version == state.sent_version) return std::nullopt;
+    // Full-state types answer a changed subscription even when the resources
+    // are the same: the answer tells the client that new names do not exist,
+    // instead of leaving it to wait out its does-not-exist timer.
+    const bool tell_absent = IsFullStateType(type) && !state.sent_version.empty() &&
+                             state.subscription.names() != state.sent_subscription;
+    if (desired.version == state.sent_version && !tell_absent) return std::nullopt;
     // Nothing to say about names that do not exist yet, unless the type's
     // responses are full state or the client holds something now gone.
     if (desired.resources.empty() && !IsFullStateType(type) && state.sent_version.empty()) {
@@ -131,6 +136,7 @@ Response SotwSession::Emit(const std::string& type, TypeState& state, Desired de
   response.nonce = absl::StrCat(++nonce_counter_);
   state.sent_version = response.version;
   state.sent_nonce = response.nonce;
+  state.sent_subscription = state.subscription.names();
   state.sent.clear();
   for (const ResourcePtr& r : desired.resources) state.sent.emplace(r->name(), r);
   response.resources = std::move(desired.resources);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ class SotwSession {
     std::string sent_version;
     std::string sent_nonce;
     ResourceMap sent;  // resources of the latest response
+    // Names subscribed when the latest response was sent: for LDS and CDS a
+    // response also tells which requested names do not exist.
+    std::set<std::string, std::less<>> sent_subscription;
   };
   struct Desired {
     std::string version;

@@ -8,7 +8,7 @@ import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from hf_admin import Admin
 from hf_process import (ManagedProcess, ProcessSet, environ_without_grpc,
@@ -149,11 +149,14 @@ class XdsClient:
     def lines(self, since: int = 0) -> list[str]:
         return self.proc.lines(since)
 
-    def wait_lines(self, count: int, since: int = 0,
-                   timeout: float = CONVERGE_TIMEOUT) -> list[str]:
+    def wait_lines(self, count: int, since: int = 0, timeout: float = CONVERGE_TIMEOUT,
+                   guard: Optional[Callable[[], None]] = None) -> list[str]:
         """The first `count` lines printed after `since`; fails early if the
-        client exits without printing them."""
+        client exits without printing them, or when `guard` (called on every
+        poll) raises."""
         def observe():
+            if guard is not None:
+                guard()
             lines = self.lines(since)
             if len(lines) < count and self.proc.output_complete():
                 raise AssertionError(
@@ -166,12 +169,15 @@ class XdsClient:
         return lines[:count]
 
     def wait_serving(self, backend: str, consecutive: int = 5, since: int = 0,
-                     timeout: float = CONVERGE_TIMEOUT) -> None:
+                     timeout: float = CONVERGE_TIMEOUT,
+                     guard: Optional[Callable[[], None]] = None) -> None:
         """Waits until the last `consecutive` RPCs (after `since`) all reached
-        `backend`."""
+        `backend`; fails early when `guard` (called on every poll) raises."""
         want = f"ok {backend}"
 
         def tail():
+            if guard is not None:
+                guard()
             assert self.proc.running(), (
                 f"client {self.node_id} exited with {self.proc.proc.returncode}")
             return self.lines(since)[-consecutive:]
@@ -186,6 +192,16 @@ def proxy_type_state(admin: Admin, node_id: str, type_url: str) -> Optional[dict
     if proxy is None:
         return None
     return (proxy.get("types") or {}).get(type_url)
+
+
+def assert_no_nack(admin: Admin, node_id: str) -> None:
+    """Fails with the proxy's own words if `node_id` rejected any resource
+    type (passes while it is not connected)."""
+    proxy = admin.proxy(node_id)
+    if proxy is None:
+        return
+    nacks = {t: s["nack"] for t, s in (proxy.get("types") or {}).items() if s.get("nack")}
+    assert not nacks, f"client {node_id} NACKed what holdfast sent: {nacks!r}"
 
 
 def fully_acked(proxy: Optional[dict], types=ALL_TYPES) -> bool:

