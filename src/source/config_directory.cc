@@ -1,5 +1,7 @@
 #include "src/source/config_directory.h"
 
+#include <optional>
+
 #include "src/common/log.h"
 
 namespace holdfast {

@@ -1,5 +1,7 @@
 #include "src/source/xds_directory.h"
 
+#include <optional>
+
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +28,7 @@ struct XdsDirectorySource::FileState {
 namespace {
 
 using Key = std::pair<std::string, std::string>;
+const std::vector<std::string> kExtensions = {".yaml", ".yml", ".json"};
 
 std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path) {
   auto state = std::make_shared<XdsDirectorySource::FileState>();
@@ -73,15 +76,18 @@ XdsDirectorySource::XdsDirectorySource(Options options, const Clock& clock,
 XdsDirectorySource::~XdsDirectorySource() { Stop(); }
 
 absl::Status XdsDirectorySource::Reload() {
-  absl::MutexLock reload(&reload_mu_);
-
-  // 1. Find the files and re-parse those whose fingerprint changed.
   absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-      ScanDirectory(options_.directory, {".yaml", ".yml", ".json"});
+      ScanDirectory(options_.directory, kExtensions);
   if (!scan.ok()) return scan.status();
+  absl::MutexLock reload(&reload_mu_);
+  return Apply(*scan);
+}
+
+absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerprint>& scan) {
+  // 1. Re-parse the files whose fingerprint changed.
   std::map<std::string, std::shared_ptr<FileState>> files;
   bool changed = false;
-  for (const auto& [path, fingerprint] : *scan) {
+  for (const auto& [path, fingerprint] : scan) {
     auto previous = files_.find(path);
     if (previous != files_.end() && previous->second->fingerprint == fingerprint) {
       files.emplace(path, previous->second);
@@ -208,16 +214,28 @@ absl::Status XdsDirectorySource::Reload() {
 }
 
 void XdsDirectorySource::Start() {
-  poller_.Start(options_.poll_interval, [this, healthy = true]() mutable {
-    absl::Status status = Reload();
-    if (status.ok() != healthy) {
-      if (status.ok()) {
+  poller_.Start(options_.poll_interval,
+                [this, healthy = true,
+                 previous = std::optional<std::map<std::string, FileFingerprint>>()]() mutable {
+    absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
+        ScanDirectory(options_.directory, kExtensions);
+    if (scan.ok() != healthy) {
+      if (scan.ok()) {
         LogInfo("xds directory %s readable again", options_.directory);
       } else {
-        LogWarning("%s; serving the last good snapshot", status.message());
+        LogWarning("%s; serving the last good snapshot", scan.status().message());
       }
     }
-    healthy = status.ok();
+    healthy = scan.ok();
+    if (!scan.ok()) return;
+    // Apply only a scan that the previous one confirms: a directory listed
+    // while files are renamed into it can miss entries (seen on tmpfs under
+    // churn), which would withdraw live resources from proxies.
+    if (previous.has_value() && *scan == *previous) {
+      absl::MutexLock reload(&reload_mu_);
+      (void)Apply(*scan);
+    }
+    previous = *std::move(scan);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
+#include "src/source/directory_scanner.h"
 #include "src/source/poller.h"
 
 namespace holdfast {
@@ -50,7 +51,8 @@ class XdsDirectorySource {
   ~XdsDirectorySource();
 
   // Reads the directory now and publishes if the result changed. Fails only
-  // if the directory itself cannot be listed (what was served stays).
+  // if the directory itself cannot be listed (what was served stays). The
+  // background poller applies a listing only once the next one confirms it.
   absl::Status Reload();
   // Polls the directory on a background thread until Stop().
   void Start();
@@ -62,6 +64,9 @@ class XdsDirectorySource {
   struct FileState;
 
  private:
+  absl::Status Apply(const std::map<std::string, FileFingerprint>& scan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+
   struct Served {
     ResourcePtr resource;
     std::string file;

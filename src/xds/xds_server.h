@@ -25,8 +25,10 @@ struct XdsServerOptions {
   // Sent in every response's control_plane.identifier.
   std::string control_plane_id = "holdfast";
   // How often the server pings idle connections, to notice dead proxies.
-  int keepalive_time_ms = 30'000;
-  int keepalive_timeout_ms = 10'000;
+  // Lenient on purpose: a busy proxy host that answers a ping late must not
+  // lose its stream (and refetch everything) for it.
+  int keepalive_time_ms = 60'000;
+  int keepalive_timeout_ms = 30'000;
 };
 
 // The gRPC server for xDS: ADS (state of the world and delta) and the

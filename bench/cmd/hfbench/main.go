@@ -1,0 +1,300 @@
+// Command hfbench runs holdfast's fleet benchmarks: each scenario against
+// holdfast and then against a go-control-plane peer (hfpeer) in the same
+// invocation, with the same simulated proxies, and prints a markdown table
+// of both figures and their ratio.
+//
+//	hfbench suite [--quick] --holdfast BIN --peer BIN [--out DIR] [flags]
+//	hfbench gen --dir DIR [--clusters N ...]   write holdfast's config files
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"holdfast.bench/fleetcfg"
+)
+
+type config struct {
+	quick        bool
+	holdfastBin  string
+	holdfastArgs []string
+	xdsRoot      string // where holdfast's config directories go (tmpfs)
+	peerBin      string
+	outDir       string
+	servers      []string
+	scenarios    []string
+	params       fleetcfg.Params
+
+	dialBatch   int
+	waitTimeout time.Duration
+	settle      time.Duration
+
+	fanoutSizes     []int
+	fanoutModes     []string
+	fanoutReps      int
+	fanoutRepsLarge int
+
+	stormProxies int
+
+	churnProxies  int
+	churnDuration time.Duration
+	churnInterval time.Duration
+	churnFrac     float64
+	churnModes    []string
+
+	slowProxies int
+	slowFrac    float64
+	slowPushes  int
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func strList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func main() {
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: hfbench suite|gen [flags]")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "suite":
+		suite(os.Args[2:])
+	case "gen":
+		gen(os.Args[2:])
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+func paramFlags(fs *flag.FlagSet, p *fleetcfg.Params) {
+	fs.IntVar(&p.Clusters, "clusters", 1000, "EDS clusters (each with its ClusterLoadAssignment)")
+	fs.IntVar(&p.Routes, "routes", 1000, "routes in the one RouteConfiguration")
+	fs.IntVar(&p.EndpointsPerCluster, "endpoints", 3, "endpoints per cluster")
+	fs.IntVar(&p.Listeners, "listeners", 2, "listeners (HCM over RDS/ADS + router)")
+}
+
+func gen(args []string) {
+	fs := flag.NewFlagSet("gen", flag.ExitOnError)
+	var p fleetcfg.Params
+	paramFlags(fs, &p)
+	dir := fs.String("dir", "", "directory to write")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		log.Fatal("--dir is required")
+	}
+	if err := p.WriteDir(*dir); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func suite(args []string) {
+	fs := flag.NewFlagSet("suite", flag.ExitOnError)
+	cfg := &config{}
+	fs.BoolVar(&cfg.quick, "quick", false, "quick profile: smaller fleets and shorter churn (see the defaults below)")
+	fs.StringVar(&cfg.holdfastBin, "holdfast", "", "holdfast binary")
+	fs.StringVar(&cfg.peerBin, "peer", "", "hfpeer binary")
+	fs.StringVar(&cfg.outDir, "out", "", "directory for logs, work files and results (default: a new temp dir)")
+	fs.Func("holdfast-arg", "extra argument for `holdfast serve` (repeatable)", func(v string) error {
+		cfg.holdfastArgs = append(cfg.holdfastArgs, v)
+		return nil
+	})
+	xdsRoot := fs.String("xds-root", "/dev/shm", "parent of holdfast's config directories: a tmpfs, so that writing a change costs what handing it to the peer costs (empty: under --out)")
+	servers := fs.String("servers", kindHoldfast+","+kindPeer, "servers, in order")
+	scenarios := fs.String("scenarios", "fanout,storm,churn,slow", "scenarios, in order (fanout includes memory)")
+	paramFlags(fs, &cfg.params)
+	fs.IntVar(&cfg.dialBatch, "dial-batch", 1000, "connections being set up at once (somaxconn is 4096)")
+	fs.DurationVar(&cfg.waitTimeout, "timeout", 5*time.Minute, "longest wait for a fleet to converge")
+	fs.DurationVar(&cfg.settle, "settle", 3*time.Second, "pause before memory readings")
+	fanout := fs.String("fanout-proxies", "", "fleet sizes for the push fan-out (and memory) scenario; default 1000,10000, quick 1000")
+	fanoutModes := fs.String("fanout-modes", "sotw,delta", "protocol variants for fan-out and memory")
+	fs.IntVar(&cfg.fanoutReps, "fanout-reps", 3, "changes per fleet size up to 1000 proxies (median reported)")
+	fs.IntVar(&cfg.fanoutRepsLarge, "fanout-reps-large", 1, "changes per fleet size above 1000 proxies")
+	fs.IntVar(&cfg.stormProxies, "storm-proxies", 0, "proxies in the connect storm; 0: 5000, quick 2000")
+	fs.IntVar(&cfg.churnProxies, "churn-proxies", 0, "proxies during endpoint churn; 0: 1000, quick 200")
+	fs.DurationVar(&cfg.churnDuration, "churn-duration", 0, "churn duration; 0: 60s, quick 10s")
+	fs.DurationVar(&cfg.churnInterval, "churn-interval", 100*time.Millisecond, "time between churn changes")
+	fs.Float64Var(&cfg.churnFrac, "churn-frac", 0.1, "fraction of clusters changed per churn step")
+	churnModes := fs.String("churn-modes", "sotw,delta", "protocol variants for churn")
+	fs.IntVar(&cfg.slowProxies, "slow-proxies", 0, "proxies in the slow-proxy scenario (SotW); 0: 2000, quick 500")
+	fs.Float64Var(&cfg.slowFrac, "slow-frac", 0.01, "fraction of those that stop reading")
+	fs.IntVar(&cfg.slowPushes, "slow-pushes", 0, "changes measured with and without stalled proxies; 0: 5, quick 3")
+	_ = fs.Parse(args)
+
+	var err error
+	if *fanout == "" {
+		*fanout = "1000,10000"
+		if cfg.quick {
+			*fanout = "1000"
+		}
+	}
+	if cfg.fanoutSizes, err = intList(*fanout); err != nil {
+		log.Fatalf("--fanout-proxies: %v", err)
+	}
+	sort.Ints(cfg.fanoutSizes)
+	cfg.servers = strList(*servers)
+	cfg.scenarios = strList(*scenarios)
+	cfg.churnModes = strList(*churnModes)
+	cfg.fanoutModes = strList(*fanoutModes)
+	pick := func(v *int, full, quick int) {
+		if *v == 0 {
+			*v = full
+			if cfg.quick {
+				*v = quick
+			}
+		}
+	}
+	pick(&cfg.stormProxies, 5000, 2000)
+	pick(&cfg.churnProxies, 1000, 200)
+	pick(&cfg.slowProxies, 2000, 500)
+	pick(&cfg.slowPushes, 5, 3)
+	if cfg.churnDuration == 0 {
+		cfg.churnDuration = 60 * time.Second
+		if cfg.quick {
+			cfg.churnDuration = 10 * time.Second
+		}
+	}
+	if cfg.outDir == "" {
+		if cfg.outDir, err = os.MkdirTemp("", "hfbench-"); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(cfg.outDir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range cfg.servers {
+		switch s {
+		case kindHoldfast:
+			if cfg.holdfastBin == "" {
+				log.Fatal("--holdfast is required")
+			}
+		case kindPeer:
+			if cfg.peerBin == "" {
+				log.Fatal("--peer is required")
+			}
+		default:
+			log.Fatalf("unknown server %q (want %s or %s)", s, kindHoldfast, kindPeer)
+		}
+	}
+	if *xdsRoot != "" {
+		if st, err := os.Stat(*xdsRoot); err == nil && st.IsDir() {
+			cfg.xdsRoot, err = os.MkdirTemp(*xdsRoot, "hfbench-")
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer os.RemoveAll(cfg.xdsRoot)
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			go func() {
+				<-sig
+				os.RemoveAll(cfg.xdsRoot)
+				os.Exit(1)
+			}()
+		} else {
+			log.Printf("%s is not a directory: holdfast's config goes under %s", *xdsRoot, cfg.outDir)
+		}
+	}
+	// The fleet holds one connection per proxy; servers started from here
+	// inherit the raised limit too.
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+		log.Printf("open files limit %d", rl.Cur)
+	}
+	// The load generator allocates a lot of short-lived buffers; trade
+	// memory for less of its CPU time competing with the server's.
+	debug.SetGCPercent(200)
+	debug.SetMemoryLimit(6 << 30)
+
+	res := &results{}
+	start := time.Now()
+	res.note("load average at start: %s", loadavg())
+	for _, sc := range cfg.scenarios {
+		for _, kind := range cfg.servers {
+			log.Printf("=== %s: %s", sc, kind)
+			var err error
+			switch sc {
+			case "fanout":
+				for _, m := range cfg.fanoutModes {
+					if e := runFanout(cfg, res, kind, m); e != nil && err == nil {
+						err = e
+					}
+				}
+			case "storm":
+				err = runStorm(cfg, res, kind)
+			case "churn":
+				for _, m := range cfg.churnModes {
+					if e := runChurn(cfg, res, kind, m); e != nil && err == nil {
+						err = e
+					}
+				}
+			case "slow":
+				err = runSlow(cfg, res, kind)
+			default:
+				err = fmt.Errorf("unknown scenario %q", sc)
+			}
+			if err != nil {
+				log.Printf("!!! %s on %s: %v", sc, kind, err)
+				res.note("%s on %s failed: %v", sc, kind, err)
+			}
+			runtime.GC()
+		}
+	}
+	res.note("load average at end: %s; total wall time %s", loadavg(), time.Since(start).Round(time.Second))
+
+	md := res.markdown(cfg)
+	fmt.Print(md)
+	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.md"), []byte(md), 0o644)
+	raw, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.json"), raw, 0o644)
+	log.Printf("results in %s", cfg.outDir)
+}
+
+// loadavg returns /proc/loadavg's first three fields: other work on the
+// machine shows here.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
