@@ -101,24 +101,12 @@ absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFinger
 
 void ConfigDirectorySource::Start() {
   poller_.Start(options_.poll_interval,
-                [this, healthy = true, previous = std::optional<std::map<std::string,
-                                                                         FileFingerprint>>()]() mutable {
-    absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-        ScanDirectory(options_.directory, kExtensions);
-    if (!scan.ok()) {
-      if (healthy) LogWarning("%s; serving the last good snapshot", scan.status().message());
-      healthy = false;
-      return;
-    }
-    if (!healthy) LogInfo("config directory %s readable again", options_.directory);
-    healthy = true;
-    // Debounce: apply only a scan that matches the previous one.
-    if (previous.has_value() && *scan == *previous) {
-      absl::MutexLock lock(&reload_mu_);
-      (void)Apply(*scan);
-    }
-    previous = *std::move(scan);
-  });
+                [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
+                  if (auto scan = scanner.Poll()) {
+                    absl::MutexLock lock(&reload_mu_);
+                    (void)Apply(*scan);
+                  }
+                });
 }
 
 void ConfigDirectorySource::Stop() { poller_.Stop(); }

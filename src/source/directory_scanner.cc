@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "src/common/log.h"
 
 namespace holdfast {
 
@@ -36,6 +37,23 @@ absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
         static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
   }
   return files;
+}
+
+std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
+  absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
+      ScanDirectory(directory_, extensions_);
+  if (!scan.ok()) {
+    if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
+    healthy_ = false;
+    previous_.reset();
+    return std::nullopt;
+  }
+  if (!healthy_) LogInfo("directory %s readable again", directory_);
+  healthy_ = true;
+  const bool confirmed = previous_.has_value() && *scan == *previous_;
+  previous_ = *std::move(scan);
+  if (!confirmed) return std::nullopt;
+  return previous_;
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

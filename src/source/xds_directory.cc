@@ -215,28 +215,12 @@ absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerpri
 
 void XdsDirectorySource::Start() {
   poller_.Start(options_.poll_interval,
-                [this, healthy = true,
-                 previous = std::optional<std::map<std::string, FileFingerprint>>()]() mutable {
-    absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-        ScanDirectory(options_.directory, kExtensions);
-    if (scan.ok() != healthy) {
-      if (scan.ok()) {
-        LogInfo("xds directory %s readable again", options_.directory);
-      } else {
-        LogWarning("%s; serving the last good snapshot", scan.status().message());
-      }
-    }
-    healthy = scan.ok();
-    if (!scan.ok()) return;
-    // Apply only a scan that the previous one confirms: a directory listed
-    // while files are renamed into it can miss entries (seen on tmpfs under
-    // churn), which would withdraw live resources from proxies.
-    if (previous.has_value() && *scan == *previous) {
-      absl::MutexLock reload(&reload_mu_);
-      (void)Apply(*scan);
-    }
-    previous = *std::move(scan);
-  });
+                [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
+                  if (auto scan = scanner.Poll()) {
+                    absl::MutexLock reload(&reload_mu_);
+                    (void)Apply(*scan);
+                  }
+                });
 }
 
 void XdsDirectorySource::Stop() { poller_.Stop(); }
