@@ -44,7 +44,9 @@ void AddHeaders(const HeaderEdits& edits,
 }
 
 // gRPC C++ core 1.51 reads only the older per-kind header matcher fields;
-// Envoy reads both.
+// Envoy reads both. They are deprecated in the API, and used on purpose.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void ToLegacyHeaderMatcher(const StringMatch& match, route_v3::HeaderMatcher* out) {
   switch (match.kind) {
     case StringMatch::Kind::kExact: out->set_exact_match(match.value); break;
@@ -54,6 +56,7 @@ void ToLegacyHeaderMatcher(const StringMatch& match, route_v3::HeaderMatcher* ou
     case StringMatch::Kind::kPresent: out->set_present_match(true); break;
   }
 }
+#pragma GCC diagnostic pop
 
 route_v3::RouteMatch TranslateMatch(const RouteMatch& match, bool for_grpc) {
   route_v3::RouteMatch out;
@@ -171,9 +174,13 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
       auto* c = clusters->add_clusters();
       c->set_name(cluster);
       c->mutable_weight()->set_value(w.weight);
-      // gRPC C++ core 1.51 assumes 100 when total_weight is absent.
+      // gRPC C++ core 1.51 assumes 100 when total_weight (deprecated in the
+      // API) is absent.
       if (target.for_grpc) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
         clusters->mutable_total_weight()->set_value(clusters->total_weight().value() + w.weight);
+#pragma GCC diagnostic pop
       }
     }
     if (!missing) apply_route_options(out.mutable_route());
