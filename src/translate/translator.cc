@@ -446,10 +446,6 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
       return IsIncumbent(domain_owners_, "", *vs);
     });
     for (const GatewayObject* vs : services) {
-      if (statuses[vs->key()].state == StatusState::kRejected && !statuses[vs->key()].serving_last_good &&
-          input.invalid.contains(vs->key())) {
-        continue;
-      }
       const ServiceOutput& service = service_cache_.at(vs->key());
       bool any_listener = false;
       for (const auto& [domain, listener] : service.grpc_listeners) {

@@ -1,5 +1,7 @@
 #include "src/xds/subscription.h"
 
+#include <algorithm>
+
 namespace holdfast {
 
 void Subscription::ApplySotw(const Names& names) {
@@ -14,6 +16,12 @@ void Subscription::ApplySotw(const Names& names) {
     return;
   }
   legacy_wildcard_ = false;
+  // Clients repeat the whole list in every ACK: don't rebuild an unchanged set.
+  if (!wildcard_ && static_cast<size_t>(names.size()) == names_.size() &&
+      std::all_of(names.begin(), names.end(),
+                  [this](const std::string& n) { return names_.contains(n); })) {
+    return;
+  }
   wildcard_ = false;
   names_.clear();
   for (const std::string& name : names) {

@@ -18,37 +18,36 @@ void XdsStats::StreamOpened(const std::string& kind) {
 
 void XdsStats::StreamClosed() { connected_->Add(-1); }
 
+XdsStats::TypeCounters& XdsStats::ForType(const std::string& type_url) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_type_.find(type_url);
+  if (it != by_type_.end()) return it->second;
+  const MetricLabels labels = {{"type_url", type_url}};
+  TypeCounters counters{
+      registry_->GetCounter("holdfast_xds_responses_sent_total", "xDS responses (pushes) sent",
+                            labels),
+      registry_->GetCounter("holdfast_xds_resources_sent_total",
+                            "Resources carried by xDS responses", labels),
+      registry_->GetCounter("holdfast_xds_bytes_sent_total", "Bytes of xDS responses", labels),
+      registry_->GetCounter("holdfast_xds_acks_total", "ACKs received", labels),
+      registry_->GetCounter("holdfast_xds_nacks_total", "NACKs received", labels),
+      registry_->GetCounter("holdfast_xds_stale_requests_total",
+                            "State-of-the-world requests ignored for a stale nonce", labels)};
+  return by_type_.emplace(type_url, counters).first->second;
+}
+
 void XdsStats::ResponseSent(const std::string& type_url, size_t resources, size_t bytes) {
-  registry_
-      ->GetCounter("holdfast_xds_responses_sent_total", "xDS responses (pushes) sent",
-                   {{"type_url", type_url}})
-      ->Increment();
-  registry_
-      ->GetCounter("holdfast_xds_resources_sent_total", "Resources carried by xDS responses",
-                   {{"type_url", type_url}})
-      ->Increment(resources);
-  registry_
-      ->GetCounter("holdfast_xds_bytes_sent_total", "Bytes of xDS responses",
-                   {{"type_url", type_url}})
-      ->Increment(bytes);
+  TypeCounters& counters = ForType(type_url);
+  counters.responses->Increment();
+  counters.resources->Increment(resources);
+  counters.bytes->Increment(bytes);
 }
 
-void XdsStats::Ack(const std::string& type_url) {
-  registry_->GetCounter("holdfast_xds_acks_total", "ACKs received", {{"type_url", type_url}})
-      ->Increment();
-}
+void XdsStats::Ack(const std::string& type_url) { ForType(type_url).acks->Increment(); }
 
-void XdsStats::Nack(const std::string& type_url) {
-  registry_->GetCounter("holdfast_xds_nacks_total", "NACKs received", {{"type_url", type_url}})
-      ->Increment();
-}
+void XdsStats::Nack(const std::string& type_url) { ForType(type_url).nacks->Increment(); }
 
-void XdsStats::StaleRequest(const std::string& type_url) {
-  registry_
-      ->GetCounter("holdfast_xds_stale_requests_total",
-                   "State-of-the-world requests ignored for a stale nonce", {{"type_url", type_url}})
-      ->Increment();
-}
+void XdsStats::StaleRequest(const std::string& type_url) { ForType(type_url).stale->Increment(); }
 
 void XdsStats::Coalesced() { coalesced_->Increment(); }
 

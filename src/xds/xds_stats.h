@@ -1,7 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+
+#include "absl/synchronization/mutex.h"
 
 #include "src/common/metrics.h"
 
@@ -23,7 +26,21 @@ class XdsStats {
   void Coalesced();
 
  private:
+  // Counters of one type URL, looked up once per response instead of three
+  // registry lookups (each building a label vector) under the registry lock.
+  struct TypeCounters {
+    Counter* responses;
+    Counter* resources;
+    Counter* bytes;
+    Counter* acks;
+    Counter* nacks;
+    Counter* stale;
+  };
+  TypeCounters& ForType(const std::string& type_url);
+
   MetricsRegistry* registry_;
+  absl::Mutex mu_;
+  std::map<std::string, TypeCounters, std::less<>> by_type_ ABSL_GUARDED_BY(mu_);
   Gauge* connected_;
   Counter* coalesced_;
 };
