@@ -13,6 +13,7 @@ echo_backend and xds_cpp_client; HOLDFAST_BIN overrides the server binary
 
 import pytest
 
+from hf_etcd import EtcdCluster, which_etcd
 from hf_gateway import ConfigDir
 from hf_goclient import build_go_client
 from hf_process import ProcessSet
@@ -105,6 +106,31 @@ def world(request, procs, binaries, tmp_path) -> World:
 def gateway_world(request, procs, binaries, tmp_path) -> World:
     """A World whose holdfast serves gateway objects (--config-dir)."""
     return World(procs, binaries, tmp_path, request, source="config")
+
+
+def _etcd(procs, tmp_path, size: int):
+    problem = which_etcd()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    cluster = EtcdCluster(procs, tmp_path / "etcd", size=size)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def etcd(procs, tmp_path):
+    """One etcd member on loopback, healthy; its log is attached on failure
+    like every child's."""
+    yield from _etcd(procs, tmp_path, 1)
+
+
+@pytest.fixture
+def etcd_cluster(procs, tmp_path):
+    """Three etcd members on loopback, all healthy."""
+    yield from _etcd(procs, tmp_path, 3)
 
 
 @pytest.hookimpl(hookwrapper=True)
