@@ -348,9 +348,27 @@ class EtcdCluster:
         data = value.encode() if isinstance(value, str) else value
         return int(self._json("put", key, input=data)["header"]["revision"])
 
-    def get(self, key: str) -> Optional[KeyValue]:
-        kvs = self._json("get", key).get("kvs") or []
+    def get(self, key: str, revision: Optional[int] = None) -> Optional[KeyValue]:
+        """The key now, or as it was at `revision` (which must not be
+        compacted)."""
+        args = ["get", key] + ([f"--rev={revision}"] if revision else [])
+        kvs = self._json(*args).get("kvs") or []
         return KeyValue.from_json(kvs[0]) if kvs else None
+
+    def deleted_at(self, key: str, present_at: int, absent_at: int) -> int:
+        """The revision that deleted `key`: the first one after `present_at`
+        (where it exists) at which it is gone, up to `absent_at` (where it
+        is gone). Binary search over uncompacted history."""
+        assert self.get(key, present_at) is not None, f"{key} absent at {present_at}"
+        assert self.get(key, absent_at) is None, f"{key} present at {absent_at}"
+        lo, hi = present_at, absent_at
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.get(key, mid) is None:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def get_prefix(self, prefix: str) -> list[KeyValue]:
         """Every key under `prefix`, sorted by key."""

@@ -215,3 +215,13 @@ def test_compaction_cancels_old_watch(etcd):
     with pytest.raises(EtcdError):
         etcd.ctl("get", "/t/k", f"--rev={first}")
     assert etcd.get("/t/k").value == b"v2"
+
+
+def test_deleted_at_finds_the_delete_revision(etcd):
+    start = etcd.put("/t/gone", "v")
+    for i in range(5):
+        etcd.put(f"/t/other{i}", "x")
+    etcd.delete("/t/gone")
+    deleted = etcd.revision()
+    etcd.put("/t/other", "y")
+    assert etcd.deleted_at("/t/gone", start, etcd.revision()) == deleted
