@@ -1,0 +1,321 @@
+#include "src/election/lease_elector.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "src/common/log.h"
+
+namespace holdfast {
+
+absl::Status LeaseElector::Validate(const Options& options) {
+  if (options.prefix.empty() || options.prefix.back() != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("election prefix \"", options.prefix, "\" must end with '/'"));
+  }
+  if (options.replica_id.empty()) {
+    return absl::InvalidArgumentError("--replica-id must not be empty");
+  }
+  if (options.retry_period <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--retry-period must be positive, got ", absl::FormatDuration(options.retry_period)));
+  }
+  // A lease that outlives the renew deadline is what keeps two replicas from
+  // leading at once: the old leader stops before the store frees its key.
+  if (options.renew_deadline >= options.lease_duration) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--renew-deadline (", absl::FormatDuration(options.renew_deadline),
+                     ") must be shorter than --lease-duration (",
+                     absl::FormatDuration(options.lease_duration), ")"));
+  }
+  // Otherwise one failed renewal would already end the term.
+  if (options.retry_period >= options.renew_deadline) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--retry-period (", absl::FormatDuration(options.retry_period),
+                     ") must be shorter than --renew-deadline (",
+                     absl::FormatDuration(options.renew_deadline), ")"));
+  }
+  return absl::OkStatus();
+}
+
+LeaseElector::LeaseElector(Options options, ElectionBackend* backend, const Clock& clock,
+                           MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      backend_(backend),
+      clock_(clock),
+      metrics_(metrics),
+      transitions_total_(metrics->GetCounter(
+          "holdfast_leader_transitions_total",
+          "Times this replica gained or lost leadership")) {
+  // Computed at scrape time rather than stored, so a leader whose tick thread
+  // is stuck stops reporting 1 as soon as its renew deadline passes.
+  collector_id_ = metrics_->AddCollector([this](MetricWriter& writer) {
+    Leadership view = Current();
+    writer.Sample("holdfast_is_leader", "1 while this replica leads, else 0", "gauge", {},
+                  view.is_leader ? 1 : 0);
+    writer.Sample("holdfast_leader_term",
+                  "Term (election key create revision) of the leader as last seen, 0 if unknown",
+                  "gauge", {}, static_cast<double>(view.term));
+  });
+}
+
+LeaseElector::~LeaseElector() {
+  Stop();
+  metrics_->RemoveCollector(collector_id_);
+}
+
+void LeaseElector::Start() {
+  thread_ = std::thread([this] {
+    do {
+      Tick();
+    } while (!stop_.WaitForNotificationWithTimeout(options_.retry_period));
+  });
+}
+
+void LeaseElector::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseElector::Tick() {
+  {
+    absl::MutexLock tick_lock(&tick_mu_);
+    Step();
+  }
+  DeliverEvents();
+}
+
+void LeaseElector::Step() {
+  int64_t lease;
+  std::string key;
+  int64_t revision;
+  uint64_t generation;
+  std::vector<int64_t> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    if (lease_id_ != 0 && !WithinDeadlineLocked()) {
+      DropLeaseLocked(absl::StrCat("no successful lease renewal for ",
+                                   absl::FormatDuration(options_.renew_deadline)),
+                      /*revoke=*/true);
+    }
+    dropped.swap(to_revoke_);
+    lease = lease_id_;
+    key = own_key_;
+    revision = own_revision_;
+    generation = generation_;
+  }
+  RevokeDropped(std::move(dropped));
+
+  if (lease != 0) {
+    // Taken before sending: the store starts the new TTL when the request
+    // arrives, which is later, so our deadline ends before the lease can.
+    absl::Duration sent = clock_.Monotonic();
+    absl::Status renewed = backend_->RenewLease(lease);
+    absl::MutexLock lock(&mu_);
+    if (generation_ != generation) return;
+    if (absl::IsNotFound(renewed)) {
+      // Our key went with the lease; campaign again right away with a new one.
+      DropLeaseLocked("lease expired in the store", /*revoke=*/false);
+      lease = 0;
+      generation = generation_;
+    } else if (!renewed.ok()) {
+      NoteErrorLocked("renew lease", renewed);
+      return;
+    } else {
+      last_renew_sent_ = sent;
+    }
+  }
+
+  if (lease == 0) {
+    absl::Duration sent = clock_.Monotonic();
+    absl::StatusOr<int64_t> granted = backend_->GrantLease(options_.lease_duration);
+    absl::MutexLock lock(&mu_);
+    if (!granted.ok()) {
+      NoteErrorLocked("grant lease", granted.status());
+      return;
+    }
+    if (generation_ != generation) {
+      to_revoke_.push_back(*granted);
+      return;
+    }
+    lease_id_ = lease = *granted;
+    own_key_ = key = absl::StrCat(options_.prefix, absl::Hex(*granted));
+    own_revision_ = revision = 0;
+    last_renew_sent_ = sent;
+    LogInfo("election: replica %s campaigning as %s", options_.replica_id, key);
+  }
+
+  if (revision == 0) {
+    absl::StatusOr<int64_t> created = backend_->CreateCandidate(key, options_.replica_id, lease);
+    absl::MutexLock lock(&mu_);
+    if (generation_ != generation) return;
+    if (!created.ok()) {
+      NoteErrorLocked("create election key", created.status());
+      return;
+    }
+    own_revision_ = *created;
+  }
+
+  absl::StatusOr<std::optional<Candidate>> first = backend_->FirstCandidate(options_.prefix);
+  absl::MutexLock lock(&mu_);
+  if (generation_ != generation) return;
+  if (!first.ok()) {
+    NoteErrorLocked("read election candidates", first.status());
+    return;
+  }
+  std::string previous_leader = leader_key_;
+  if (first->has_value()) {
+    leader_key_ = (*first)->key;
+    leader_id_ = (*first)->replica_id;
+    term_ = (*first)->create_revision;
+  } else {
+    // Not even our own key: it vanished after we created it, so the lease is
+    // gone too; the next renewal will say so.
+    leader_key_.clear();
+    leader_id_.clear();
+    term_ = 0;
+  }
+  NoteSuccessLocked();
+  bool leading = first->has_value() && (*first)->key == own_key_;
+  if (!leading && leader_key_ != previous_leader) {
+    LogInfo("election: replica %s follows %s, term %d", options_.replica_id,
+            leader_id_.empty() ? "nobody" : leader_id_, term_);
+  }
+  if (leading && !WithinDeadlineLocked()) {
+    // The calls of this step took so long that the term may already be over.
+    DropLeaseLocked("renew deadline passed during the election step", /*revoke=*/true);
+    return;
+  }
+  SetLeaderLocked(leading, first->has_value() ? "another candidate's key is first"
+                                                : "our election key is gone");
+}
+
+void LeaseElector::RevokeDropped(std::vector<int64_t> leases) {
+  for (int64_t lease : leases) {
+    absl::Status revoked = backend_->RevokeLease(lease);
+    // Best effort: an unrevoked lease expires on its own, only later.
+    if (!revoked.ok() && !absl::IsNotFound(revoked)) {
+      LogDebug("election: revoking lease %x: %s", lease, revoked.ToString());
+    }
+  }
+}
+
+Leadership LeaseElector::Current() const {
+  absl::MutexLock lock(&mu_);
+  return ViewLocked();
+}
+
+void LeaseElector::ReportFenced(int64_t term) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (term == 0 || own_revision_ != term) {
+      LogDebug("election: ignoring fenced write of term %d (current candidacy %d)", term,
+               own_revision_);
+      return;
+    }
+    DropLeaseLocked(absl::StrCat("the store refused a status write of term ", term),
+                    /*revoke=*/true);
+  }
+  DeliverEvents();
+}
+
+void LeaseElector::Resign() {
+  std::vector<int64_t> dropped;
+  {
+    absl::MutexLock tick_lock(&tick_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      if (lease_id_ != 0) DropLeaseLocked("resigning", /*revoke=*/true);
+      dropped.swap(to_revoke_);
+    }
+    RevokeDropped(std::move(dropped));
+  }
+  DeliverEvents();
+}
+
+void LeaseElector::OnChange(std::function<void(const Leadership&)> listener) {
+  absl::MutexLock lock(&mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+void LeaseElector::DeliverEvents() {
+  mu_.Lock();
+  if (delivering_) {
+    mu_.Unlock();
+    return;
+  }
+  delivering_ = true;
+  while (!pending_events_.empty()) {
+    Leadership event = std::move(pending_events_.front());
+    pending_events_.pop_front();
+    std::vector<std::function<void(const Leadership&)>> listeners = listeners_;
+    mu_.Unlock();
+    for (const auto& listener : listeners) listener(event);
+    mu_.Lock();
+  }
+  delivering_ = false;
+  mu_.Unlock();
+}
+
+bool LeaseElector::WithinDeadlineLocked() const {
+  return lease_id_ != 0 && clock_.Monotonic() - last_renew_sent_ < options_.renew_deadline;
+}
+
+Leadership LeaseElector::ViewLocked() const {
+  Leadership view{is_leader_, term_, leader_key_, leader_id_, options_.replica_id, transitions_};
+  if (view.is_leader && !WithinDeadlineLocked()) {
+    // What the next tick will find: we no longer know who leads.
+    view.is_leader = false;
+    view.term = 0;
+    view.leader_key.clear();
+    view.leader_id.clear();
+  }
+  return view;
+}
+
+void LeaseElector::SetLeaderLocked(bool is_leader, absl::string_view why) {
+  if (is_leader_ == is_leader) return;
+  is_leader_ = is_leader;
+  ++transitions_;
+  transitions_total_->Increment();
+  if (is_leader) {
+    LogInfo("election: replica %s is now the leader, term %d", options_.replica_id, term_);
+  } else {
+    LogWarning("election: replica %s stepped down: %s", options_.replica_id, why);
+  }
+  pending_events_.push_back(ViewLocked());
+}
+
+void LeaseElector::DropLeaseLocked(absl::string_view why, bool revoke) {
+  if (is_leader_) {
+    // Our own key was the leader's; that knowledge ends with the candidacy.
+    leader_key_.clear();
+    leader_id_.clear();
+    term_ = 0;
+    SetLeaderLocked(false, why);
+  } else if (lease_id_ != 0) {
+    LogInfo("election: replica %s dropping lease %x: %s", options_.replica_id, lease_id_, why);
+  }
+  if (revoke && lease_id_ != 0) to_revoke_.push_back(lease_id_);
+  lease_id_ = 0;
+  own_key_.clear();
+  own_revision_ = 0;
+  ++generation_;
+}
+
+void LeaseElector::NoteErrorLocked(absl::string_view operation, const absl::Status& status) {
+  std::string kind = absl::StrCat(operation, ": ", absl::StatusCodeToString(status.code()));
+  if (kind == last_error_) return;
+  last_error_ = std::move(kind);
+  LogWarning("election: replica %s could not %s: %s (keeping state; %s)", options_.replica_id,
+             operation, status.ToString(),
+             is_leader_ ? "leading until the renew deadline" : "will retry");
+}
+
+void LeaseElector::NoteSuccessLocked() {
+  if (last_error_.empty()) return;
+  last_error_.clear();
+  LogInfo("election: replica %s reaches the store again", options_.replica_id);
+}
+
+}  // namespace holdfast

@@ -1,0 +1,176 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/election/election_backend.h"
+
+namespace holdfast {
+
+// What one replica knows about leadership at one moment.
+struct Leadership {
+  // True only while this replica leads and its last successful lease renewal
+  // was sent less than the renew deadline ago, checked when the value is made.
+  bool is_leader = false;
+  // The create revision of the leader's election key (ours while is_leader),
+  // as last read; 0 when unknown. Status writes are fenced by it.
+  int64_t term = 0;
+  // The leader's election key and replica id as last read; empty when unknown.
+  std::string leader_key;
+  std::string leader_id;
+  // This replica's id.
+  std::string replica_id;
+  // How many times this replica gained or lost leadership. Orders the values
+  // passed to OnChange listeners.
+  uint64_t transitions = 0;
+};
+
+// Leader election on leases, after docs/etcd.md "Leader election". A replica
+// campaigns by creating `prefix + hex(lease id)` bound to a lease of
+// `lease_duration`; the candidate with the lowest create revision leads and
+// that revision is its term. The lease is renewed every `retry_period`. A
+// replica whose last successful renewal was sent `renew_deadline` ago or more
+// (by its own monotonic clock) stops acting as leader, and since
+// renew_deadline < lease_duration it does so before the store can expire its
+// lease and let another replica lead. It then campaigns again with a new lease;
+// it never gives up.
+//
+// Thread-safe. Tick() is driven by Start()'s thread, or directly by tests on a
+// SimulatedClock (then Start() is never called).
+class LeaseElector {
+ public:
+  struct Options {
+    // Election keys live directly under it; must end with '/'.
+    std::string prefix;  // e.g. "/holdfast/election/"
+    std::string replica_id;
+    absl::Duration lease_duration = absl::Seconds(15);
+    absl::Duration renew_deadline = absl::Seconds(10);
+    absl::Duration retry_period = absl::Seconds(2);
+  };
+
+  // OK when `options` can be used: a prefix ending with '/', a replica id, and
+  // 0 < retry_period < renew_deadline < lease_duration. The message names the
+  // command-line flags, for the CLI to print.
+  static absl::Status Validate(const Options& options);
+
+  // `options` must pass Validate(). `backend`, `clock` and `metrics` must
+  // outlive the elector. Makes no backend call: campaigning starts on the
+  // first Tick().
+  LeaseElector(Options options, ElectionBackend* backend, const Clock& clock,
+               MetricsRegistry* metrics);
+  LeaseElector(const LeaseElector&) = delete;
+  LeaseElector& operator=(const LeaseElector&) = delete;
+  // Stops the tick thread. Does not resign: call Resign() for that.
+  ~LeaseElector();
+
+  // Runs Tick() now and then every retry_period on a thread of its own, until
+  // Stop(). Call at most once.
+  void Start();
+  // Stops the tick thread promptly, waiting for a running Tick() to return
+  // (which may take as long as the backend call it is in). Idempotent.
+  void Stop();
+
+  // One step of the state machine: drops a lease whose renew deadline has
+  // passed, grants a lease and creates the election key if there is none,
+  // else renews the lease, then reads who leads. Backend errors keep the
+  // state (the renew deadline decides) and are logged once per kind, not per
+  // tick. Calls listeners on transitions, after releasing all locks. One
+  // Tick() runs at a time; do not call it from a listener.
+  void Tick();
+
+  // The current view, with is_leader re-checked against the renew deadline
+  // now: a leader whose tick thread is stuck, or whose process was paused,
+  // reports false as soon as the deadline passes, before any tick.
+  Leadership Current() const;
+
+  // The store refused a status write fenced by `term`. If that is this
+  // replica's current term, steps down at once (listeners are told) and drops
+  // the lease; the next Tick() revokes it and campaigns with a new lease.
+  // Reports about an older term are ignored. Safe to call from a listener.
+  void ReportFenced(int64_t term);
+
+  // Ends this replica's candidacy for shutdown: steps down and revokes the
+  // lease so another replica can lead without waiting for it to expire. Call
+  // after Stop(); a later Tick() would campaign again.
+  void Resign();
+
+  // Adds a listener called with the new view on every transition (gaining or
+  // losing leadership). Called without the elector's locks held, from the
+  // thread that caused the transition (the tick thread, or a ReportFenced()
+  // caller), one call at a time and in order of `transitions`. Listeners may
+  // call Current() and ReportFenced().
+  void OnChange(std::function<void(const Leadership&)> listener);
+
+ private:
+  // Step of Tick() that makes the backend calls; holds tick_mu_.
+  void Step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
+  // Revokes leases dropped earlier, best effort.
+  void RevokeDropped(std::vector<int64_t> leases);
+  // Calls listeners with queued transitions; returns at once when another
+  // thread (or a caller up this thread's stack) is already delivering them.
+  void DeliverEvents() ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool WithinDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Leadership ViewLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetLeaderLocked(bool is_leader, absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the candidacy: steps down if leading, forgets the lease and key, and
+  // queues the lease for revocation when `revoke`.
+  void DropLeaseLocked(absl::string_view why, bool revoke) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteErrorLocked(absl::string_view operation, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NoteSuccessLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  ElectionBackend* const backend_;
+  const Clock& clock_;
+  MetricsRegistry* const metrics_;
+  Counter* const transitions_total_;
+  int collector_id_ = 0;
+
+  // Serializes Tick() and Resign(), so backend calls for one candidacy never
+  // overlap. Never held while calling listeners. Order: tick_mu_, then mu_.
+  absl::Mutex tick_mu_;
+
+  mutable absl::Mutex mu_;
+  // The candidacy: lease (0 when none), our key, and its create revision (0
+  // until created).
+  int64_t lease_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string own_key_ ABSL_GUARDED_BY(mu_);
+  int64_t own_revision_ ABSL_GUARDED_BY(mu_) = 0;
+  // Monotonic time the last successful renewal (or the grant) was sent.
+  absl::Duration last_renew_sent_ ABSL_GUARDED_BY(mu_);
+  // Bumped whenever the candidacy is dropped, so a Step() whose backend call
+  // raced with ReportFenced() discards its now stale result.
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int64_t> to_revoke_ ABSL_GUARDED_BY(mu_);
+
+  bool is_leader_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string leader_key_ ABSL_GUARDED_BY(mu_);
+  std::string leader_id_ ABSL_GUARDED_BY(mu_);
+  uint64_t transitions_ ABSL_GUARDED_BY(mu_) = 0;
+  // "operation: code" of the last backend error since the last fully
+  // successful step, so an outage is logged once rather than every tick.
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+
+  std::vector<std::function<void(const Leadership&)>> listeners_ ABSL_GUARDED_BY(mu_);
+  std::deque<Leadership> pending_events_ ABSL_GUARDED_BY(mu_);
+  bool delivering_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace holdfast

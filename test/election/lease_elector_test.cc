@@ -1,0 +1,746 @@
+#include "src/election/lease_elector.h"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+
+namespace holdfast {
+namespace {
+
+constexpr char kPrefix[] = "/holdfast/election/";
+
+// An in-memory etcd for election: leases expiring on a clock (measured from
+// when a grant or renewal reaches the store), keys bound to leases and deleted
+// with them, and a revision bumped by every create and delete.
+class FakeStore {
+ public:
+  explicit FakeStore(const Clock& clock) : clock_(clock) {}
+
+  int64_t Grant(absl::Duration ttl) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    int64_t id = next_lease_++;
+    leases_[id] = Lease{ttl, clock_.Monotonic() + ttl};
+    return id;
+  }
+  absl::Status Renew(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    auto it = leases_.find(id);
+    if (it == leases_.end()) return absl::NotFoundError("lease not found");
+    it->second.expiry = clock_.Monotonic() + it->second.ttl;
+    return absl::OkStatus();
+  }
+  absl::Status Revoke(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    if (!leases_.count(id)) return absl::NotFoundError("lease not found");
+    EndLeaseLocked(id, clock_.Monotonic());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> Create(const std::string& key, const std::string& value, int64_t lease) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    if (auto it = keys_.find(key); it != keys_.end()) return it->second.create_revision;
+    if (!leases_.count(lease)) return absl::NotFoundError("lease not found");
+    keys_[key] = Entry{value, lease, ++revision_};
+    return revision_;
+  }
+  std::optional<Candidate> First(const std::string& prefix) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    std::optional<Candidate> first;
+    for (const auto& [key, entry] : keys_) {
+      if (!absl::StartsWith(key, prefix)) continue;
+      if (!first || entry.create_revision < first->create_revision) {
+        first = Candidate{key, entry.value, entry.create_revision};
+      }
+    }
+    return first;
+  }
+
+  // Ends a lease now, as if etcd had expired it early (e.g. after an etcd
+  // restart lost it).
+  void ExpireLease(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    if (leases_.count(id)) EndLeaseLocked(id, clock_.Monotonic());
+  }
+  bool LeaseAlive(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    return leases_.count(id) > 0;
+  }
+  // Monotonic time a lease expired or was revoked, if it has.
+  std::optional<absl::Duration> EndedAt(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    auto it = ended_.find(id);
+    if (it == ended_.end()) return std::nullopt;
+    return it->second;
+  }
+  // The lease a key is bound to; 0 when the key does not exist.
+  int64_t LeaseOfKey(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    auto it = keys_.find(key);
+    return it == keys_.end() ? 0 : it->second.lease;
+  }
+  std::string ValueOfKey(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    auto it = keys_.find(key);
+    return it == keys_.end() ? "" : it->second.value;
+  }
+  int KeyCount() {
+    absl::MutexLock lock(&mu_);
+    ExpireLocked();
+    return static_cast<int>(keys_.size());
+  }
+
+ private:
+  struct Lease {
+    absl::Duration ttl;
+    absl::Duration expiry;
+  };
+  struct Entry {
+    std::string value;
+    int64_t lease;
+    int64_t create_revision;
+  };
+
+  void ExpireLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::Duration now = clock_.Monotonic();
+    std::vector<std::pair<int64_t, absl::Duration>> expired;
+    for (const auto& [id, lease] : leases_) {
+      if (lease.expiry <= now) expired.emplace_back(id, lease.expiry);
+    }
+    for (const auto& [id, at] : expired) EndLeaseLocked(id, at);
+  }
+  void EndLeaseLocked(int64_t id, absl::Duration at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    leases_.erase(id);
+    ended_[id] = at;
+    for (auto it = keys_.begin(); it != keys_.end();) {
+      if (it->second.lease == id) {
+        it = keys_.erase(it);
+        ++revision_;
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  const Clock& clock_;
+  absl::Mutex mu_;
+  // Large ids, like etcd's, so the key's hex formatting is exercised.
+  int64_t next_lease_ ABSL_GUARDED_BY(mu_) = 0x694d7a1b2c3d0001;
+  int64_t revision_ ABSL_GUARDED_BY(mu_) = 100;
+  std::map<int64_t, Lease> leases_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Entry> keys_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Duration> ended_ ABSL_GUARDED_BY(mu_);
+};
+
+// One replica's connection to the FakeStore, with its own failures, so one
+// replica can be partitioned while another still reaches the store.
+class FakeElectionBackend : public ElectionBackend {
+ public:
+  // `sim` may be null (real clock); hangs need it.
+  FakeElectionBackend(FakeStore* store, SimulatedClock* sim) : store_(store), sim_(sim) {}
+
+  // Every call fails with Unavailable until cleared, without reaching the store.
+  void SetUnreachable(bool unreachable) {
+    absl::MutexLock lock(&mu_);
+    unreachable_ = unreachable;
+  }
+  // The next call hangs for `d` before reaching the store (the clock advances
+  // inside the call), then completes normally.
+  void HangNextCall(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    hang_ = d;
+  }
+  // Runs `hook` inside the next call, before it reaches the store.
+  void OnNextCall(std::function<void()> hook) {
+    absl::MutexLock lock(&mu_);
+    hook_ = std::move(hook);
+  }
+
+  absl::StatusOr<int64_t> GrantLease(absl::Duration ttl) override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return store_->Grant(ttl);
+  }
+  absl::Status RenewLease(int64_t lease_id) override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return store_->Renew(lease_id);
+  }
+  absl::Status RevokeLease(int64_t lease_id) override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return store_->Revoke(lease_id);
+  }
+  absl::StatusOr<int64_t> CreateCandidate(const std::string& key, const std::string& replica_id,
+                                          int64_t lease_id) override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return store_->Create(key, replica_id, lease_id);
+  }
+  absl::StatusOr<std::optional<Candidate>> FirstCandidate(const std::string& prefix) override {
+    if (absl::Status s = Enter(); !s.ok()) return s;
+    return store_->First(prefix);
+  }
+
+ private:
+  absl::Status Enter() {
+    absl::Duration hang;
+    std::function<void()> hook;
+    {
+      absl::MutexLock lock(&mu_);
+      if (unreachable_) return absl::UnavailableError("connection refused");
+      hang = hang_;
+      hang_ = absl::ZeroDuration();
+      hook.swap(hook_);
+    }
+    if (hang > absl::ZeroDuration()) sim_->Advance(hang);
+    if (hook) hook();
+    return absl::OkStatus();
+  }
+
+  FakeStore* const store_;
+  SimulatedClock* const sim_;
+  absl::Mutex mu_;
+  bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration hang_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
+};
+
+LeaseElector::Options MakeOptions(const std::string& replica_id) {
+  LeaseElector::Options options;
+  options.prefix = kPrefix;
+  options.replica_id = replica_id;
+  options.lease_duration = absl::Seconds(15);
+  options.renew_deadline = absl::Seconds(10);
+  options.retry_period = absl::Seconds(2);
+  return options;
+}
+
+// One replica under test: its connection, metrics, elector, and every value
+// its listener received.
+struct Replica {
+  Replica(const std::string& id, FakeStore* store, SimulatedClock* clock)
+      : backend(store, clock), elector(MakeOptions(id), &backend, *clock, &metrics) {
+    elector.OnChange([this](const Leadership& l) {
+      absl::MutexLock lock(&mu);
+      events.push_back(l);
+    });
+  }
+  std::vector<Leadership> Events() {
+    absl::MutexLock lock(&mu);
+    return events;
+  }
+  uint64_t TransitionsMetric() {
+    return metrics.GetCounter("holdfast_leader_transitions_total", "")->value();
+  }
+
+  absl::Mutex mu;
+  std::vector<Leadership> events ABSL_GUARDED_BY(mu);
+  FakeElectionBackend backend;
+  MetricsRegistry metrics;
+  LeaseElector elector;
+};
+
+int64_t LeaseOf(FakeStore& store, const Leadership& l) { return store.LeaseOfKey(l.leader_key); }
+
+class LeaseElectorTest : public ::testing::Test {
+ protected:
+  // Advances in retry-period steps, ticking the given replicas after each.
+  void TickRounds(int rounds, std::vector<Replica*> replicas) {
+    for (int i = 0; i < rounds; ++i) {
+      clock_.Advance(absl::Seconds(2));
+      for (Replica* r : replicas) r->elector.Tick();
+    }
+  }
+
+  SimulatedClock clock_;
+  FakeStore store_{clock_};
+};
+
+TEST_F(LeaseElectorTest, SingleReplicaLeadsAfterFirstTick) {
+  Replica a("a", &store_, &clock_);
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  a.elector.Tick();
+
+  Leadership l = a.elector.Current();
+  EXPECT_TRUE(l.is_leader);
+  EXPECT_EQ(l.replica_id, "a");
+  EXPECT_EQ(l.leader_id, "a");
+  EXPECT_EQ(l.transitions, 1u);
+  int64_t lease = LeaseOf(store_, l);
+  ASSERT_NE(lease, 0);
+  EXPECT_EQ(l.leader_key, absl::StrCat(kPrefix, absl::Hex(lease)));
+  EXPECT_EQ(store_.ValueOfKey(l.leader_key), "a");
+  ASSERT_TRUE(store_.First(kPrefix).has_value());
+  EXPECT_EQ(l.term, store_.First(kPrefix)->create_revision);
+
+  // Renewals keep the same lease and term, far past the lease duration.
+  TickRounds(20, {&a});
+  Leadership later = a.elector.Current();
+  EXPECT_TRUE(later.is_leader);
+  EXPECT_EQ(later.term, l.term);
+  EXPECT_EQ(LeaseOf(store_, later), lease);
+  EXPECT_EQ(later.transitions, 1u);
+  ASSERT_EQ(a.Events().size(), 1u);
+  EXPECT_TRUE(a.Events()[0].is_leader);
+  EXPECT_EQ(a.Events()[0].term, l.term);
+}
+
+TEST_F(LeaseElectorTest, MetricsFollowLeadership) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  int64_t term = a.elector.Current().term;
+  std::string text = a.metrics.RenderPrometheus();
+  EXPECT_TRUE(absl::StrContains(text, "\nholdfast_is_leader 1\n")) << text;
+  EXPECT_TRUE(absl::StrContains(text, absl::StrCat("\nholdfast_leader_term ", term, "\n"))) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\nholdfast_leader_transitions_total 1\n")) << text;
+
+  // No tick: the gauge follows the deadline at scrape time.
+  clock_.Advance(absl::Seconds(10));
+  text = a.metrics.RenderPrometheus();
+  EXPECT_TRUE(absl::StrContains(text, "\nholdfast_is_leader 0\n")) << text;
+}
+
+struct TwoReplicaCase {
+  const char* name;
+  bool b_first;
+};
+
+class TwoReplicasTest : public LeaseElectorTest,
+                        public ::testing::WithParamInterface<TwoReplicaCase> {};
+
+TEST_P(TwoReplicasTest, ExactlyOneLeaderAndFollowerKnowsIt) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  Replica* first = GetParam().b_first ? &b : &a;
+  Replica* second = GetParam().b_first ? &a : &b;
+  std::string first_id = GetParam().b_first ? "b" : "a";
+
+  first->elector.Tick();
+  second->elector.Tick();
+  for (int round = 0; round < 12; ++round) {
+    Leadership lf = first->elector.Current();
+    Leadership ls = second->elector.Current();
+    EXPECT_TRUE(lf.is_leader) << "round " << round;
+    EXPECT_FALSE(ls.is_leader) << "round " << round;
+    EXPECT_EQ(ls.leader_id, first_id);
+    EXPECT_EQ(ls.leader_key, lf.leader_key);
+    EXPECT_EQ(ls.term, lf.term);
+    EXPECT_NE(ls.replica_id, ls.leader_id);
+    TickRounds(1, {&a, &b});
+  }
+  EXPECT_EQ(first->elector.Current().transitions, 1u);
+  EXPECT_EQ(second->elector.Current().transitions, 0u);
+  EXPECT_EQ(store_.KeyCount(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(TickOrder, TwoReplicasTest,
+                         ::testing::Values(TwoReplicaCase{"AFirst", false},
+                                           TwoReplicaCase{"BFirst", true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST_F(LeaseElectorTest, PartitionedLeaderStepsDownBeforeItsLeaseExpires) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  a.elector.Tick();
+  b.elector.Tick();
+  TickRounds(2, {&a, &b});  // t=4s: a renewed at 4s, its lease now ends at 19s.
+  int64_t a_lease = LeaseOf(store_, a.elector.Current());
+  ASSERT_NE(a_lease, 0);
+  absl::Duration partitioned_at = clock_.Monotonic();
+  a.backend.SetUnreachable(true);
+
+  // Step 100ms at a time, checking before ticking so a tick cannot hide what
+  // Current() says; tick both on every retry period.
+  std::optional<absl::Duration> a_stopped, b_started;
+  for (int step = 1; step <= 300; ++step) {
+    clock_.Advance(absl::Milliseconds(100));
+    absl::Duration now = clock_.Monotonic();
+    bool a_leads = a.elector.Current().is_leader;
+    bool b_leads = b.elector.Current().is_leader;
+    ASSERT_FALSE(a_leads && b_leads) << "two leaders at " << now;
+    if (!a_leads && !a_stopped) a_stopped = now;
+    if (b_leads && !b_started) b_started = now;
+    if (step % 20 == 0) {
+      a.elector.Tick();
+      b.elector.Tick();
+    }
+  }
+  std::optional<absl::Duration> a_expired = store_.EndedAt(a_lease);
+  ASSERT_TRUE(a_stopped && b_started && a_expired);
+  // a stops exactly at its renew deadline, without a tick, before the store
+  // could free its key; b takes over only once the store has.
+  EXPECT_EQ(*a_stopped, partitioned_at + absl::Seconds(10));
+  EXPECT_EQ(*a_expired, partitioned_at + absl::Seconds(15));
+  EXPECT_LT(*a_stopped, *a_expired);
+  EXPECT_GE(*b_started, *a_expired);
+  EXPECT_EQ(b.elector.Current().leader_id, "b");
+  EXPECT_GT(b.elector.Current().term, 0);
+
+  // Healed: a campaigns again with a new lease and follows b.
+  a.backend.SetUnreachable(false);
+  a.elector.Tick();
+  Leadership la = a.elector.Current();
+  EXPECT_FALSE(la.is_leader);
+  EXPECT_EQ(la.leader_id, "b");
+  EXPECT_EQ(la.term, b.elector.Current().term);
+  EXPECT_EQ(la.transitions, 2u);
+  EXPECT_EQ(a.TransitionsMetric(), 2u);
+  EXPECT_EQ(store_.KeyCount(), 2);
+  ASSERT_EQ(a.Events().size(), 2u);
+  EXPECT_TRUE(a.Events()[0].is_leader);
+  EXPECT_FALSE(a.Events()[1].is_leader);
+}
+
+TEST_F(LeaseElectorTest, PausedLeaderIsNotLeaderBeforeAnyTickThenFollows) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  a.elector.Tick();
+  b.elector.Tick();
+  Leadership before = a.elector.Current();
+  ASSERT_TRUE(before.is_leader);
+  int64_t old_lease = LeaseOf(store_, before);
+
+  // a's process is paused (no ticks) while b goes on.
+  TickRounds(4, {&b});  // t=8s
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  TickRounds(1, {&b});  // t=10s: a's renew deadline
+  Leadership paused = a.elector.Current();
+  EXPECT_FALSE(paused.is_leader);
+  EXPECT_EQ(paused.term, 0);
+  EXPECT_EQ(paused.leader_id, "");
+  EXPECT_TRUE(store_.LeaseAlive(old_lease));  // stopped before etcd could notice
+  EXPECT_FALSE(b.elector.Current().is_leader);
+  TickRounds(3, {&b});  // t=16s: a's lease expired at 15s
+  EXPECT_FALSE(store_.LeaseAlive(old_lease));
+  EXPECT_TRUE(b.elector.Current().is_leader);
+
+  // Resumed: one tick campaigns with a new lease and follows b.
+  a.elector.Tick();
+  Leadership after = a.elector.Current();
+  EXPECT_FALSE(after.is_leader);
+  EXPECT_EQ(after.leader_id, "b");
+  EXPECT_EQ(after.term, b.elector.Current().term);
+  EXPECT_EQ(store_.KeyCount(), 2);
+  EXPECT_EQ(after.transitions, 2u);
+  ASSERT_EQ(a.Events().size(), 2u);
+  EXPECT_FALSE(a.Events()[1].is_leader);
+  TickRounds(10, {&a, &b});
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  EXPECT_TRUE(b.elector.Current().is_leader);
+}
+
+TEST_F(LeaseElectorTest, WholeSystemPausedPastTheLease) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  a.elector.Tick();
+  b.elector.Tick();
+  int64_t term = a.elector.Current().term;
+  clock_.Advance(absl::Seconds(20));  // no ticks at all, both leases expire
+  EXPECT_FALSE(a.elector.Current().is_leader);
+
+  // Whoever ticks first campaigns first and leads with a later term.
+  b.elector.Tick();
+  a.elector.Tick();
+  EXPECT_TRUE(b.elector.Current().is_leader);
+  EXPECT_GT(b.elector.Current().term, term);
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  EXPECT_EQ(a.elector.Current().leader_id, "b");
+}
+
+TEST_F(LeaseElectorTest, ShortOutageKeepsLeadershipAndLogsOnce) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  int64_t term = a.elector.Current().term;
+  a.backend.SetUnreachable(true);
+  ::testing::internal::CaptureStderr();
+  TickRounds(3, {&a});  // t=6s: three failed renewals, deadline (10s) not reached
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  a.backend.SetUnreachable(false);
+  TickRounds(1, {&a});  // t=8s: renewed
+  std::string log = ::testing::internal::GetCapturedStderr();
+
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  TickRounds(4, {&a});  // t=16s, past the old deadline: the renewal at 8s counted
+  Leadership l = a.elector.Current();
+  EXPECT_TRUE(l.is_leader);
+  EXPECT_EQ(l.term, term);
+  EXPECT_EQ(l.transitions, 1u);
+  int warnings = 0;
+  for (size_t pos = 0; (pos = log.find("could not renew lease", pos)) != std::string::npos; ++pos) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1) << log;
+  EXPECT_TRUE(absl::StrContains(log, "reaches the store again")) << log;
+}
+
+TEST_F(LeaseElectorTest, LeaderBackAfterItsDeadlineEndsItsTermAndRevokes) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  a.elector.Tick();
+  b.elector.Tick();
+  Leadership first = a.elector.Current();
+  int64_t old_lease = LeaseOf(store_, first);
+  a.backend.SetUnreachable(true);
+  TickRounds(4, {&a, &b});  // t=8s: a's renewals fail
+  a.backend.SetUnreachable(false);
+  clock_.Advance(absl::Seconds(3));  // t=11s: past a's deadline, its lease lives until 15s
+  ASSERT_TRUE(store_.LeaseAlive(old_lease));
+
+  // Reachable again, but the term is over: a must not resume it with a
+  // renewal; it revokes the old lease (freeing b now, not at 15s) and follows.
+  a.elector.Tick();
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  EXPECT_EQ(store_.EndedAt(old_lease), clock_.Monotonic());
+  EXPECT_EQ(a.elector.Current().transitions, 2u);
+  b.elector.Tick();
+  EXPECT_TRUE(b.elector.Current().is_leader);
+  a.elector.Tick();
+  EXPECT_EQ(a.elector.Current().leader_id, "b");
+  EXPECT_FALSE(a.elector.Current().is_leader);
+}
+
+TEST_F(LeaseElectorTest, FencedDuringATickDiscardsThatTicksResult) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  Leadership first = a.elector.Current();
+  int64_t old_lease = LeaseOf(store_, first);
+  // The status writer reports a fenced write while the tick is inside its
+  // renewal call.
+  a.backend.OnNextCall([&] { a.elector.ReportFenced(first.term); });
+  TickRounds(1, {&a});
+  Leadership fenced = a.elector.Current();
+  EXPECT_FALSE(fenced.is_leader);
+  EXPECT_EQ(fenced.transitions, 2u);
+
+  TickRounds(1, {&a});
+  Leadership second = a.elector.Current();
+  EXPECT_FALSE(store_.LeaseAlive(old_lease));
+  EXPECT_TRUE(second.is_leader);
+  EXPECT_GT(second.term, first.term);
+  EXPECT_EQ(second.transitions, 3u);
+}
+
+TEST_F(LeaseElectorTest, RenewalTimeIsTakenBeforeTheCallIsSent) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  int64_t old_lease = LeaseOf(store_, a.elector.Current());
+  clock_.Advance(absl::Seconds(2));
+  // The renewal reaches the store 11s after it was sent and succeeds there,
+  // but a cannot know how late it arrived: its term is over.
+  a.backend.HangNextCall(absl::Seconds(11));
+  a.elector.Tick();
+  Leadership l = a.elector.Current();
+  EXPECT_FALSE(l.is_leader);
+  EXPECT_EQ(l.transitions, 2u);
+  EXPECT_TRUE(store_.LeaseAlive(old_lease));
+
+  // Next tick revokes the old lease and campaigns again.
+  clock_.Advance(absl::Seconds(2));
+  a.elector.Tick();
+  EXPECT_FALSE(store_.LeaseAlive(old_lease));
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  EXPECT_NE(LeaseOf(store_, a.elector.Current()), old_lease);
+  EXPECT_EQ(a.elector.Current().transitions, 3u);
+}
+
+TEST_F(LeaseElectorTest, LeaseExpiredInStoreCampaignsAgain) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  Leadership first = a.elector.Current();
+  int64_t old_lease = LeaseOf(store_, first);
+  store_.ExpireLease(old_lease);
+
+  TickRounds(1, {&a});  // renewal finds NotFound; same tick campaigns again
+  Leadership second = a.elector.Current();
+  EXPECT_TRUE(second.is_leader);
+  EXPECT_GT(second.term, first.term);
+  EXPECT_NE(second.leader_key, first.leader_key);
+  EXPECT_EQ(second.transitions, 3u);
+  EXPECT_EQ(a.TransitionsMetric(), 3u);
+  std::vector<Leadership> events = a.Events();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_TRUE(events[0].is_leader);
+  EXPECT_FALSE(events[1].is_leader);
+  EXPECT_TRUE(events[2].is_leader);
+  EXPECT_EQ(events[2].term, second.term);
+}
+
+TEST_F(LeaseElectorTest, ReportFencedStepsDownAtOnceForTheCurrentTermOnly) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  Leadership first = a.elector.Current();
+  int64_t old_lease = LeaseOf(store_, first);
+
+  a.elector.ReportFenced(first.term - 1);  // an older term: nothing to do
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  EXPECT_EQ(a.Events().size(), 1u);
+
+  a.elector.ReportFenced(first.term);
+  Leadership fenced = a.elector.Current();
+  EXPECT_FALSE(fenced.is_leader);
+  EXPECT_EQ(fenced.transitions, 2u);
+  ASSERT_EQ(a.Events().size(), 2u);  // told before ReportFenced returned
+  EXPECT_FALSE(a.Events()[1].is_leader);
+
+  a.elector.ReportFenced(first.term);  // repeated report: already handled
+  EXPECT_EQ(a.elector.Current().transitions, 2u);
+
+  TickRounds(1, {&a});
+  Leadership second = a.elector.Current();
+  EXPECT_FALSE(store_.LeaseAlive(old_lease));
+  EXPECT_TRUE(second.is_leader);
+  EXPECT_GT(second.term, first.term);
+  EXPECT_EQ(second.transitions, 3u);
+  EXPECT_EQ(a.TransitionsMetric(), 3u);
+}
+
+TEST_F(LeaseElectorTest, ListenerMayCallBackIntoTheElector) {
+  Replica a("a", &store_, &clock_);
+  std::vector<std::pair<bool, bool>> seen;  // (event, Current()) per call
+  int depth = 0, max_depth = 0;
+  a.elector.OnChange([&](const Leadership& l) {
+    max_depth = std::max(max_depth, ++depth);
+    seen.emplace_back(l.is_leader, a.elector.Current().is_leader);
+    // Fences the first term from inside the listener: must neither deadlock
+    // nor deliver the loss before this call returns.
+    if (l.is_leader && seen.size() == 1) a.elector.ReportFenced(l.term);
+    --depth;
+  });
+  a.elector.Tick();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_pair(true, true));
+  EXPECT_EQ(seen[1], std::make_pair(false, false));
+  EXPECT_EQ(max_depth, 1);
+  EXPECT_EQ(a.Events().size(), 2u);
+}
+
+TEST_F(LeaseElectorTest, ResignRevokesTheLease) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  a.elector.Tick();
+  b.elector.Tick();
+  int64_t lease = LeaseOf(store_, a.elector.Current());
+  a.elector.Resign();
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  EXPECT_FALSE(store_.LeaseAlive(lease));
+  TickRounds(1, {&b});  // no need to wait for the lease to expire
+  EXPECT_TRUE(b.elector.Current().is_leader);
+}
+
+TEST_F(LeaseElectorTest, ReadersAndFencingRaceWithTicks) {
+  Replica a("a", &store_, &clock_);
+  Replica b("b", &store_, &clock_);
+  std::atomic<bool> done{false};
+  std::atomic<int> inconsistent{0};
+  std::thread reader([&] {
+    while (!done) {
+      // Each view is taken whole, under the elector's lock.
+      for (Replica* r : {&a, &b}) {
+        Leadership l = r->elector.Current();
+        if (l.is_leader && (l.leader_id != l.replica_id || l.term == 0)) ++inconsistent;
+      }
+      a.metrics.RenderPrometheus();
+    }
+  });
+  std::thread fencer([&] {
+    while (!done) a.elector.ReportFenced(a.elector.Current().term);
+  });
+  for (int i = 0; i < 300; ++i) TickRounds(1, {&a, &b});
+  done = true;
+  reader.join();
+  fencer.join();
+  EXPECT_EQ(inconsistent, 0);
+  // a keeps being fenced, so b ends up leading; a never leads against it.
+  TickRounds(2, {&a, &b});
+  EXPECT_NE(a.elector.Current().is_leader, b.elector.Current().is_leader);
+}
+
+TEST(LeaseElectorThreadTest, StartTicksAndStopIsPrompt) {
+  FakeStore store(Clock::Real());
+  FakeElectionBackend backend(&store, nullptr);
+  MetricsRegistry metrics;
+  LeaseElector::Options options = MakeOptions("a");
+  options.lease_duration = absl::Seconds(120);
+  options.renew_deadline = absl::Seconds(90);
+  options.retry_period = absl::Seconds(60);
+  LeaseElector elector(options, &backend, Clock::Real(), &metrics);
+  absl::Notification leading;
+  elector.OnChange([&](const Leadership& l) {
+    if (l.is_leader && !leading.HasBeenNotified()) leading.Notify();
+  });
+  elector.Start();
+  ASSERT_TRUE(leading.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::Time stop_began = absl::Now();
+  elector.Stop();
+  EXPECT_LT(absl::Now() - stop_began, absl::Seconds(5));  // not the 60s retry period
+  EXPECT_TRUE(elector.Current().is_leader);
+  elector.Resign();
+  EXPECT_FALSE(elector.Current().is_leader);
+  EXPECT_EQ(store.KeyCount(), 0);
+}
+
+struct ValidateCase {
+  const char* name;
+  void (*mutate)(LeaseElector::Options&);
+  bool ok;
+};
+
+class ValidateTest : public ::testing::TestWithParam<ValidateCase> {};
+
+TEST_P(ValidateTest, ChecksOptions) {
+  LeaseElector::Options options = MakeOptions("a");
+  GetParam().mutate(options);
+  absl::Status status = LeaseElector::Validate(options);
+  EXPECT_EQ(status.ok(), GetParam().ok) << status;
+  if (!GetParam().ok) EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ValidateTest,
+    ::testing::Values(
+        ValidateCase{"Defaults", [](LeaseElector::Options&) {}, true},
+        ValidateCase{"Tight", [](LeaseElector::Options& o) {
+                       o.lease_duration = absl::Seconds(3);
+                       o.renew_deadline = absl::Seconds(2);
+                       o.retry_period = absl::Seconds(1);
+                     }, true},
+        ValidateCase{"RenewDeadlineEqualsLease",
+                     [](LeaseElector::Options& o) { o.renew_deadline = o.lease_duration; }, false},
+        ValidateCase{"RenewDeadlineLongerThanLease",
+                     [](LeaseElector::Options& o) { o.renew_deadline = absl::Seconds(20); }, false},
+        ValidateCase{"RetryEqualsRenewDeadline",
+                     [](LeaseElector::Options& o) { o.retry_period = o.renew_deadline; }, false},
+        ValidateCase{"RetryLongerThanRenewDeadline",
+                     [](LeaseElector::Options& o) { o.retry_period = absl::Seconds(11); }, false},
+        ValidateCase{"ZeroRetry",
+                     [](LeaseElector::Options& o) { o.retry_period = absl::ZeroDuration(); },
+                     false},
+        ValidateCase{"NegativeRetry",
+                     [](LeaseElector::Options& o) { o.retry_period = absl::Seconds(-1); }, false},
+        ValidateCase{"EmptyReplicaId", [](LeaseElector::Options& o) { o.replica_id.clear(); },
+                     false},
+        ValidateCase{"EmptyPrefix", [](LeaseElector::Options& o) { o.prefix.clear(); }, false},
+        ValidateCase{"PrefixWithoutSlash",
+                     [](LeaseElector::Options& o) { o.prefix = "/holdfast/election"; }, false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace holdfast
