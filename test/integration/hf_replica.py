@@ -1,0 +1,301 @@
+"""holdfast on etcd (docs/etcd.md): replicas of `holdfast serve
+--etcd-endpoints`, the `holdfast apply/get/delete` commands, and the store's
+status keys as etcdctl sees them.
+
+Replicas run with short election timings (lease 4 s, renew deadline 3 s,
+retry period 1 s) so a failover takes seconds; tests still only wait for
+conditions, with deadlines far above those timings.
+"""
+
+import json
+import re
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from hf_admin import Admin
+from hf_etcd import EtcdCluster, KeyValue
+from hf_gateway import to_yaml
+from hf_process import ManagedProcess, ProcessSet, environ_without_grpc, wait_for_file
+from hf_wait import wait_for
+from hf_world import START_TIMEOUT
+
+LEASE_DURATION = 4.0
+RENEW_DEADLINE = 3.0
+RETRY_PERIOD = 1.0
+# A failover: the dead leader's lease runs out, a follower notices on its
+# next retry, then writes statuses. Slack for two loaded cores.
+FAILOVER_TIMEOUT = LEASE_DURATION + RETRY_PERIOD + 25.0
+# Config or status changes reaching every replica.
+CONVERGE_TIMEOUT = 30.0
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+class Replica:
+    """One `holdfast serve --etcd-endpoints` process. start() may be called
+    again after kill() (same replica id; new ports)."""
+
+    def __init__(self, procs: ProcessSet, binary: Path, name: str, endpoints: str,
+                 prefix: str, work: Path, *, extra: Sequence[str] = ()):
+        self._procs = procs
+        self._binary = binary
+        self.name = name
+        self.endpoints = endpoints
+        self.prefix = prefix
+        self._extra = list(extra)
+        self._ports_file = Path(work) / f"replica-{name}-ports.json"
+        self.proc: Optional[ManagedProcess] = None
+        self.xds_port: Optional[int] = None
+        self.admin: Optional[Admin] = None
+
+    def argv(self) -> list:
+        return [
+            self._binary, "serve",
+            "--etcd-endpoints", self.endpoints,
+            "--etcd-prefix", self.prefix,
+            "--replica-id", self.name,
+            "--lease-duration", _secs(LEASE_DURATION),
+            "--renew-deadline", _secs(RENEW_DEADLINE),
+            "--retry-period", _secs(RETRY_PERIOD),
+            "--xds-listen", "127.0.0.1:0",
+            "--admin-listen", "127.0.0.1:0",
+            "--ports-file", self._ports_file,
+            *self._extra,
+        ]
+
+    def start(self) -> "Replica":
+        assert not self.running(), f"replica {self.name} already running"
+        self._ports_file.unlink(missing_ok=True)
+        self.proc = self._procs.start(f"holdfast-{self.name}", self.argv(),
+                                      env=environ_without_grpc())
+        ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
+        self.xds_port = int(ports["xds"])
+        self.admin = Admin(int(ports["admin"]))
+        return self
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.running()
+
+    def assert_running(self) -> None:
+        assert self.running(), (f"replica {self.name} exited with "
+                                f"{self.proc.proc.returncode}:\n{self.proc.log_tail()}")
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> "Replica":
+        def observe():
+            self.assert_running()
+            return self.admin.get("/readyz")
+        wait_for(observe, lambda r: r[0] == 200, timeout=timeout,
+                 what=f"replica {self.name} /readyz to return 200")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no resignation, the lease must run out."""
+        self.proc.kill(signal.SIGKILL)
+
+    def pause(self) -> None:
+        self.proc.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.proc.send_signal(signal.SIGCONT)
+
+    # -- admin --
+
+    def leader(self) -> dict:
+        """/debug/leader: {"replica", "is_leader", "term", "leader", "transitions"}."""
+        self.assert_running()
+        doc = self.admin.get_json("/debug/leader")
+        for field in ("replica", "is_leader", "term", "leader", "transitions"):
+            assert field in doc, f"{self.name} /debug/leader lacks {field!r}: {doc!r}"
+        return doc
+
+    def store(self) -> dict:
+        """/debug/store: {"connected", "revision", "last_error", "unreachable_seconds"}."""
+        self.assert_running()
+        doc = self.admin.get_json("/debug/store")
+        for field in ("connected", "revision", "last_error", "unreachable_seconds"):
+            assert field in doc, f"{self.name} /debug/store lacks {field!r}: {doc!r}"
+        return doc
+
+    def metric(self, name: str, **labels) -> float:
+        return self.admin.metric(name, **labels)
+
+    def __repr__(self) -> str:
+        return f"Replica({self.name})"
+
+
+class HoldfastCli:
+    """`holdfast apply/get/delete` against one etcd prefix."""
+
+    def __init__(self, binary: Path, endpoints: str, prefix: str):
+        self.binary = binary
+        self.endpoints = endpoints
+        self.prefix = prefix
+
+    def run(self, command: str, *args, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        argv = [str(self.binary), command, "--etcd-endpoints", self.endpoints,
+                "--etcd-prefix", self.prefix, *[str(a) for a in args]]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           env=environ_without_grpc(), stdin=subprocess.DEVNULL)
+        r.argv = argv
+        return r
+
+    @staticmethod
+    def describe(r: subprocess.CompletedProcess) -> str:
+        return (f"$ {' '.join(r.argv)}\nexit {r.returncode}\n--- stdout\n{r.stdout}"
+                f"--- stderr\n{r.stderr}")
+
+    def apply(self, *files: Path, partial: bool = False,
+              expect: Optional[int] = 0) -> subprocess.CompletedProcess:
+        """Runs apply; checks the exit code unless `expect` is None."""
+        args = []
+        for f in files:
+            args += ["-f", f]
+        if partial:
+            args.append("--partial")
+        r = self.run("apply", *args)
+        if expect is not None:
+            assert r.returncode == expect, self.describe(r)
+        if expect == 0:
+            count = _applied_count(r.stdout)
+            assert count is not None, ("apply did not print 'applied N objects'",
+                                       self.describe(r))
+        return r
+
+    def get(self, kind: Optional[str] = None) -> list:
+        """`get -o json`: a list of {"kind", "namespace", "name", "status"}."""
+        r = self.run("get", *([kind] if kind else []), "-o", "json")
+        assert r.returncode == 0, self.describe(r)
+        try:
+            doc = json.loads(r.stdout)
+        except ValueError as e:
+            raise AssertionError(f"get -o json printed no JSON ({e})\n{self.describe(r)}")
+        assert isinstance(doc, list), self.describe(r)
+        return doc
+
+    def get_table(self, kind: Optional[str] = None) -> list[list[str]]:
+        """`get` (table): one [KIND, NAMESPACE/NAME, STATE] per object."""
+        r = self.run("get", *([kind] if kind else []))
+        assert r.returncode == 0, self.describe(r)
+        rows = [line.split() for line in r.stdout.splitlines() if line.strip()]
+        # A header line is allowed; object lines have exactly three fields.
+        return [row for row in rows if len(row) == 3 and row[0] != "KIND"]
+
+    def delete(self, kind: str, ns_name: str, expect: Optional[int] = 0):
+        r = self.run("delete", kind, ns_name)
+        if expect is not None:
+            assert r.returncode == expect, self.describe(r)
+        return r
+
+
+def _applied_count(stdout: str) -> Optional[int]:
+    m = re.search(r"applied (\d+) objects?", stdout)
+    return int(m.group(1)) if m else None
+
+
+class Store:
+    """One test's etcd prefix: replicas, the CLI and the keys under it."""
+
+    def __init__(self, procs: ProcessSet, binary: Path, etcd: EtcdCluster, work: Path):
+        self.procs = procs
+        self.binary = binary
+        self.etcd = etcd
+        self.work = Path(work)
+        self.prefix = f"/hf-{uuid.uuid4().hex[:12]}"
+        self.cli = HoldfastCli(binary, etcd.endpoints_flag, self.prefix)
+        self.objects_dir = self.work / "objects"
+        self.objects_dir.mkdir(parents=True, exist_ok=True)
+        self.replicas: list[Replica] = []
+
+    def replica(self, name: str, *, endpoints: Optional[str] = None,
+                extra: Sequence[str] = ()) -> Replica:
+        """Starts a replica (every etcd member as endpoints unless given) and
+        waits for its ports file; not for readiness."""
+        r = Replica(self.procs, self.binary, name, endpoints or self.etcd.endpoints_flag,
+                    self.prefix, self.work, extra=extra)
+        self.replicas.append(r)
+        return r.start()
+
+    def close(self) -> None:
+        """Stops every replica (SIGTERM: they resign) while etcd still runs."""
+        for r in reversed(self.replicas):
+            if r.proc is not None:
+                if r.running():
+                    # A paused replica cannot handle SIGTERM.
+                    r.resume()
+                r.proc.stop()
+
+    # -- object files --
+
+    def write(self, file_name: str, *objects: dict) -> Path:
+        path = self.objects_dir / file_name
+        path.write_text(to_yaml(*objects))
+        return path
+
+    def line_of(self, path: Path, needle: str) -> int:
+        lines = Path(path).read_text().splitlines()
+        hits = [i + 1 for i, line in enumerate(lines) if needle in line]
+        assert len(hits) == 1, f"{needle!r} is on lines {hits} of {path}, expected one"
+        return hits[0]
+
+    def apply(self, file_name: str, *objects: dict) -> subprocess.CompletedProcess:
+        """Writes `objects` to a file and applies it (must succeed)."""
+        return self.cli.apply(self.write(file_name, *objects))
+
+    # -- keys --
+
+    def key(self, section: str, kind: str, ns: str, name: str) -> str:
+        return f"{self.prefix}/{section}/{kind}/{ns}/{name}"
+
+    def config_keys(self) -> dict[str, KeyValue]:
+        return {kv.key: kv for kv in self.etcd.get_prefix(f"{self.prefix}/config/")}
+
+    def status_kvs(self) -> dict[tuple, KeyValue]:
+        """Status keys by (kind, namespace, name) parsed from the key."""
+        out = {}
+        base = f"{self.prefix}/status/"
+        for kv in self.etcd.get_prefix(base):
+            parts = kv.key[len(base):].split("/")
+            assert len(parts) == 3, f"status key {kv.key!r} is not {base}KIND/NS/NAME"
+            out[tuple(parts)] = kv
+        return out
+
+    def statuses(self) -> dict[tuple, dict]:
+        """Status values (parsed JSON) by (kind, namespace, name); a value
+        that is not JSON shows as {"<not json>": raw}."""
+        out = {}
+        for k, kv in self.status_kvs().items():
+            try:
+                out[k] = json.loads(kv.value)
+            except ValueError:
+                out[k] = {"<not json>": kv.text()}
+        return out
+
+    def election_kvs(self) -> list[KeyValue]:
+        return self.etcd.get_prefix(f"{self.prefix}/election/")
+
+
+def the_leader(replicas: Sequence[Replica], timeout: float = FAILOVER_TIMEOUT) -> tuple:
+    """Waits until exactly one of `replicas` says is_leader and every one of
+    them names it as leader; returns (leader, its term)."""
+    def observe():
+        return {r.name: r.leader() for r in replicas}
+
+    def agreed(views):
+        leaders = [n for n, v in views.items() if v["is_leader"] is True]
+        if len(leaders) != 1:
+            return False
+        # The contract does not say what `term` a follower reports; only
+        # the leader's own view of its term is used.
+        return (views[leaders[0]]["term"] > 0
+                and all(v["leader"] == leaders[0] for v in views.values()))
+
+    views = wait_for(observe, agreed, timeout=timeout,
+                     what=f"one leader agreed on by {[r.name for r in replicas]}", interval=0.2)
+    name = next(n for n, v in views.items() if v["is_leader"])
+    leader = next(r for r in replicas if r.name == name)
+    return leader, int(views[name]["term"])
