@@ -24,8 +24,10 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   nodejs npm golang-go
   iproute2 iptables procps openssl
+  etcd-server etcd-client
 )
 
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # golang-go and nodejs may already be installed outside apt.
@@ -37,7 +39,6 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
@@ -62,8 +63,25 @@ if [[ ! -x "$PGV_BIN/protoc-gen-validate" ]]; then
 fi
 PGV_SRC="$GOMODCACHE/github.com/envoyproxy/protoc-gen-validate@$PGV_VERSION"
 
+# etcd v3 API protos, from Debian's Go sources of the same etcd release as
+# etcd-server. Only the .proto files are needed: take them from the package
+# without installing it (installing would pull a Go toolchain).
+ETCD_API="$CACHE/etcd-api-$ETCD_API_DEB_VERSION"
+if [[ ! -f "$ETCD_API/.complete" ]]; then
+  tmp="$(mktemp -d)"
+  chmod 755 "$tmp"
+  (cd "$tmp" && { apt-get download "golang-etcd-server-dev=$ETCD_API_DEB_VERSION" 2>/dev/null ||
+                  { $SUDO apt-get update -q && apt-get download "golang-etcd-server-dev=$ETCD_API_DEB_VERSION"; }; })
+  dpkg -x "$tmp"/golang-etcd-server-dev_*.deb "$tmp/x"
+  rm -rf "$ETCD_API" && mkdir -p "$ETCD_API"
+  cp -r "$tmp/x/usr/share/gocode/src/go.etcd.io/etcd" "$ETCD_API/"
+  rm -rf "$tmp"
+  touch "$ETCD_API/.complete"
+fi
+
 cmake -S . -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \
   -DHOLDFAST_PGV_PLUGIN="$PGV_BIN/protoc-gen-validate" \
   -DHOLDFAST_PGV_SOURCE="$PGV_SRC" \
+  -DHOLDFAST_ETCD_API_SOURCE="$ETCD_API" \
   "$@" >&2

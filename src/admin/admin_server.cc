@@ -175,6 +175,11 @@ void AdminServer::Route() {
   http_->Get("/debug/status", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, sources_.status ? sources_.status() : nlohmann::json::object());
   });
+  for (const auto& [path, page] : sources_.pages) {
+    http_->Get(path, [page = page](const httplib::Request&, httplib::Response& res) {
+      SendJson(res, page());
+    });
+  }
 }
 
 }  // namespace holdfast

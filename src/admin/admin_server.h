@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,6 +35,8 @@ struct AdminSources {
   std::function<Readiness()> readiness;
   // JSON for /debug/status: what the config source rejected.
   std::function<nlohmann::json()> status;
+  // More JSON pages by path (such as /debug/leader and /debug/store).
+  std::map<std::string, std::function<nlohmann::json()>> pages;
 };
 
 // HTTP admin endpoint: /healthz, /readyz, /metrics (Prometheus text),

@@ -2,6 +2,7 @@
 // src/app/*.cc.
 #include "CLI/CLI.hpp"
 #include "src/app/serve.h"
+#include "src/app/store_commands.h"
 #include "src/app/validate.h"
 #include "src/common/log.h"
 
@@ -40,6 +41,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--ports-file", serve.ports_file,
                         "Write {\"xds\":PORT,\"admin\":PORT} here once listening");
+  holdfast::AddEtcdFlags(serve_cmd, &serve.etcd, /*required=*/false);
+  serve_cmd->add_option("--replica-id", serve.replica_id,
+                        "This replica's name in leader election and status writes (default: host name)");
+  serve_cmd->add_option("--lease-duration", serve.lease_duration, "Leader lease")->capture_default_str();
+  serve_cmd->add_option("--renew-deadline", serve.renew_deadline,
+                        "A leader that cannot renew within this stops leading")
+      ->capture_default_str();
+  serve_cmd->add_option("--retry-period", serve.retry_period, "Lease renewal and campaign interval")
+      ->capture_default_str();
 
   holdfast::ValidateOptions validate;
   CLI::App* validate_cmd = app.add_subcommand(
@@ -51,9 +61,35 @@ int main(int argc, char** argv) {
                            "statuses (default), json, or resources (the Envoy resources to serve)")
       ->check(CLI::IsMember({"statuses", "json", "resources"}));
 
+  holdfast::ApplyOptions apply;
+  CLI::App* apply_cmd = app.add_subcommand(
+      "apply", "Validate gateway objects as serve would and write the valid ones to etcd");
+  holdfast::AddEtcdFlags(apply_cmd, &apply.etcd, /*required=*/true);
+  apply_cmd->add_option("-f,--filename", apply.files, "Files or directories of gateway objects")
+      ->required()
+      ->check(CLI::ExistingPath);
+  apply_cmd->add_flag("--partial", apply.partial,
+                      "Write the valid objects even if some are invalid (exit code still 1)");
+
+  holdfast::GetOptions get;
+  CLI::App* get_cmd = app.add_subcommand("get", "List gateway objects in etcd with their statuses");
+  holdfast::AddEtcdFlags(get_cmd, &get.etcd, /*required=*/true);
+  get_cmd->add_option("kind", get.kind, "Only objects of this kind");
+  get_cmd->add_option("-o,--output", get.output, "table (default) or json")
+      ->check(CLI::IsMember({"table", "json"}));
+
+  holdfast::DeleteOptions del;
+  CLI::App* delete_cmd = app.add_subcommand("delete", "Remove a gateway object from etcd");
+  holdfast::AddEtcdFlags(delete_cmd, &del.etcd, /*required=*/true);
+  delete_cmd->add_option("kind", del.kind, "Kind, such as VirtualService")->required();
+  delete_cmd->add_option("name", del.name, "NAMESPACE/NAME (or NAME in default)")->required();
+
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (serve_cmd->parsed()) return holdfast::RunServe(serve);
   if (validate_cmd->parsed()) return holdfast::RunValidate(validate);
+  if (apply_cmd->parsed()) return holdfast::RunApply(apply);
+  if (get_cmd->parsed()) return holdfast::RunGet(get);
+  if (delete_cmd->parsed()) return holdfast::RunDelete(del);
   return 0;
 }

@@ -1,16 +1,22 @@
 #include "src/app/serve.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
+#include "src/election/etcd_election_backend.h"
+#include "src/election/lease_elector.h"
 #include "src/source/config_directory.h"
+#include "src/source/config_etcd.h"
 #include "src/source/xds_directory.h"
+#include "src/status/status_writer.h"
 
 namespace holdfast {
 namespace {
@@ -56,6 +62,95 @@ void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, Metr
   }
 }
 
+std::string HostName() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "holdfast";
+  return name;
+}
+
+// The pieces of an etcd deployment: the source every replica reads, the
+// elector and the status writer that only the leader's writes get past.
+struct EtcdDeployment {
+  std::unique_ptr<EtcdClient> client;
+  std::unique_ptr<EtcdElectionBackend> backend;
+  std::unique_ptr<LeaseElector> elector;
+  std::unique_ptr<StatusWriter> writer;
+  std::unique_ptr<EtcdConfigSource> source;
+
+  void Stop() {
+    if (source) source->Stop();
+    if (writer) writer->Stop();
+    if (elector) {
+      elector->Stop();
+      elector->Resign();  // let another replica lead now, not after the lease
+    }
+  }
+};
+
+absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& options,
+                                                          const Clock& clock,
+                                                          MetricsRegistry* metrics,
+                                                          std::function<void(SnapshotPtr)> publish) {
+  auto deployment = std::make_unique<EtcdDeployment>();
+  LeaseElector::Options election;
+  election.prefix = options.etcd.prefix + "/election/";
+  election.replica_id = options.replica_id.empty() ? HostName() : options.replica_id;
+  for (auto [flag, text, out] :
+       {std::tuple{"--lease-duration", &options.lease_duration, &election.lease_duration},
+        std::tuple{"--renew-deadline", &options.renew_deadline, &election.renew_deadline},
+        std::tuple{"--retry-period", &options.retry_period, &election.retry_period}}) {
+    absl::StatusOr<absl::Duration> parsed = ParseFlagDuration(flag, *text);
+    if (!parsed.ok()) return parsed.status();
+    *out = *parsed;
+  }
+  if (absl::Status valid = LeaseElector::Validate(election); !valid.ok()) return valid;
+
+  EtcdFlags flags = options.etcd;
+  // A renewal that waits longer than half the renew deadline is worth less
+  // than trying another member.
+  absl::StatusOr<absl::Duration> timeout = ParseFlagDuration("--etcd-call-timeout", flags.call_timeout);
+  if (!timeout.ok()) return timeout.status();
+  flags.call_timeout = absl::FormatDuration(std::min(*timeout, election.renew_deadline / 2));
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = ConnectEtcd(flags);
+  if (!client.ok()) return client.status();
+  deployment->client = std::move(*client);
+  deployment->backend = std::make_unique<EtcdElectionBackend>(deployment->client.get());
+  deployment->elector =
+      std::make_unique<LeaseElector>(election, deployment->backend.get(), clock, metrics);
+  deployment->writer = std::make_unique<StatusWriter>(
+      StatusWriter::Options{.prefix = options.etcd.prefix, .replica_id = election.replica_id},
+      deployment->client.get(), deployment->elector.get(), metrics);
+
+  EtcdConfigSource::Options source_options;
+  source_options.prefix = options.etcd.prefix;
+  source_options.translator.missing_upstream_status = options.missing_upstream_status;
+  deployment->source = std::make_unique<EtcdConfigSource>(
+      source_options, deployment->client.get(), clock, metrics, std::move(publish));
+  deployment->source->OnStatuses(
+      [writer = deployment->writer.get()](const StatusMap& statuses) { writer->Update(statuses); });
+  deployment->source->Start();
+  deployment->elector->Start();
+  deployment->writer->Start();
+  LogInfo("etcd: replica %s reading %s/config/ from %s", election.replica_id, options.etcd.prefix,
+          absl::StrJoin(options.etcd.endpoints, ","));
+  return deployment;
+}
+
+nlohmann::json LeaderToJson(const Leadership& leadership) {
+  return {{"replica", leadership.replica_id}, {"is_leader", leadership.is_leader},
+          {"term", leadership.term},          {"leader", leadership.leader_id},
+          {"transitions", leadership.transitions}};
+}
+
+nlohmann::json HealthToJson(const SourceHealth& health, const Clock& clock) {
+  return {{"connected", health.connected},
+          {"revision", health.revision},
+          {"synced", health.synced_once},
+          {"last_error", health.last_error},
+          {"unreachable_seconds",
+           health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)}};
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& options) {
@@ -79,9 +174,10 @@ int RunServe(const ServeOptions& options) {
     LogError("%s", grouper.status().message());
     return 2;
   }
-  if (options.xds_dir.empty() == options.config_dir.empty()) {
-    LogError("pass exactly one of --config-dir DIR (gateway objects) or --xds-dir DIR (raw Envoy "
-             "resources)");
+  int sources = !options.xds_dir.empty() + !options.config_dir.empty() + options.etcd.enabled();
+  if (sources != 1) {
+    LogError("pass exactly one of --config-dir DIR (gateway objects), --etcd-endpoints URL,... "
+             "(gateway objects in etcd) or --xds-dir DIR (raw Envoy resources)");
     return 2;
   }
 
@@ -89,8 +185,11 @@ int RunServe(const ServeOptions& options) {
     cache.Set(cache.default_group(), std::move(snapshot));
   };
   std::unique_ptr<XdsDirectorySource> xds_source;
-  std::unique_ptr<ConfigDirectorySource> config_source;
+  std::unique_ptr<ConfigDirectorySource> directory_source;
+  std::unique_ptr<EtcdDeployment> etcd;
+  ConfigSource* config_source = nullptr;
   std::function<nlohmann::json()> status_json;
+  std::map<std::string, std::function<nlohmann::json()>> pages;
   absl::Status loaded;
   if (!options.xds_dir.empty()) {
     xds_source = std::make_unique<XdsDirectorySource>(
@@ -98,14 +197,31 @@ int RunServe(const ServeOptions& options) {
     loaded = xds_source->Reload();
     xds_source->Start();
     status_json = [&] { return RejectionsToJson(xds_source->rejections()); };
-  } else {
+  } else if (!options.config_dir.empty()) {
     ConfigDirectorySource::Options source_options;
     source_options.directory = options.config_dir;
     source_options.translator.missing_upstream_status = options.missing_upstream_status;
-    config_source = std::make_unique<ConfigDirectorySource>(source_options, clock, &metrics, publish);
-    loaded = config_source->Reload();
-    config_source->Start();
-    status_json = [&] { return StatusesToJson(config_source->statuses()); };
+    directory_source =
+        std::make_unique<ConfigDirectorySource>(source_options, clock, &metrics, publish);
+    loaded = directory_source->Reload();
+    directory_source->Start();
+    config_source = directory_source.get();
+  } else {
+    absl::StatusOr<std::unique_ptr<EtcdDeployment>> started =
+        StartEtcd(options, clock, &metrics, publish);
+    if (!started.ok()) {
+      LogError("%s", started.status().message());
+      return 2;
+    }
+    etcd = std::move(*started);
+    config_source = etcd->source.get();
+    pages["/debug/leader"] = [&] { return LeaderToJson(etcd->elector->Current()); };
+  }
+  if (config_source != nullptr) {
+    status_json = [config_source] { return StatusesToJson(config_source->statuses()); };
+    pages["/debug/store"] = [config_source, &clock] {
+      return HealthToJson(config_source->health(), clock);
+    };
   }
   if (!loaded.ok()) {
     // Not fatal: the directory may appear later; until then we are not ready.
@@ -141,10 +257,24 @@ int RunServe(const ServeOptions& options) {
             if (current.snapshot == nullptr) {
               return Readiness{false, "no complete snapshot yet"};
             }
+            std::string store;
+            if (config_source != nullptr) {
+              SourceHealth health = config_source->health();
+              if (!health.connected) {
+                store = absl::StrCat(", store unreachable for ",
+                                     absl::FormatDuration(absl::Trunc(
+                                         clock.Now() - health.disconnected_since, absl::Seconds(1))),
+                                     ": ", health.last_error);
+              }
+            }
             return Readiness{true, absl::StrCat("serving snapshot ", current.snapshot->version(),
-                                                " (", current.snapshot->size(), " resources)")};
+                                                " from ",
+                                                absl::FormatTime("%H:%M:%S", current.snapshot->created(),
+                                                                 absl::UTCTimeZone()),
+                                                " (", current.snapshot->size(), " resources)", store)};
           },
       .status = status_json,
+      .pages = pages,
   };
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(options.admin_listen, admin_sources);
@@ -167,7 +297,8 @@ int RunServe(const ServeOptions& options) {
   LogInfo("received signal %d, shutting down", signal_number);
   (*admin)->Stop();
   if (xds_source) xds_source->Stop();
-  if (config_source) config_source->Stop();
+  if (directory_source) directory_source->Stop();
+  if (etcd) etcd->Stop();
   (*xds)->Shutdown(absl::Seconds(1));
   metrics.RemoveCollector(collector);
   return 0;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "src/app/etcd_flags.h"
 #include "src/xds/xds_server.h"
 
 namespace holdfast {
@@ -9,6 +10,11 @@ namespace holdfast {
 struct ServeOptions {
   std::string config_dir;  // gateway objects (the embedded default source)
   std::string xds_dir;     // raw Envoy resources to serve, instead of config_dir
+  EtcdFlags etcd;          // gateway objects in etcd, instead of config_dir
+  std::string replica_id;  // default: the host name
+  std::string lease_duration = "15s";
+  std::string renew_deadline = "10s";
+  std::string retry_period = "2s";
   uint32_t missing_upstream_status = 503;
   std::string xds_listen = "127.0.0.1:18000";
   std::string admin_listen = "127.0.0.1:19000";

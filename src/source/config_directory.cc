@@ -1,8 +1,5 @@
 #include "src/source/config_directory.h"
 
-#include <optional>
-
-#include "src/common/log.h"
 
 namespace holdfast {
 namespace {
@@ -13,12 +10,7 @@ ConfigDirectorySource::ConfigDirectorySource(Options options, const Clock& clock
                                              MetricsRegistry* metrics,
                                              std::function<void(SnapshotPtr)> publish)
     : options_(std::move(options)),
-      clock_(clock),
-      metrics_(metrics),
-      publish_(std::move(publish)),
-      reloads_(metrics->GetCounter("holdfast_source_reloads_total",
-                                   "Times the config source was re-read after a change")),
-      translator_(options_.translator) {}
+      pipeline_(options_.directory, options_.translator, clock, metrics, std::move(publish)) {}
 
 ConfigDirectorySource::~ConfigDirectorySource() { Stop(); }
 
@@ -55,48 +47,11 @@ absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFinger
   files_ = std::move(files);
   applied_ = scan;
   applied_once_ = true;
-  reloads_->Increment();
-
   StatusMap file_statuses;
   TranslationInput input = AssembleInput(files_, last_readable_, &file_statuses);
-  TranslationOutput output = translator_.Translate(input);
-  StatusMap statuses = MergeStatuses(std::move(output.statuses), file_statuses);
-
-  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(output.resources), clock_.Now());
-  if (!snapshot.ok()) {
-    // The translator only emits consistent sets; keep serving if it did not.
-    LogError("config %s: %s", options_.directory, snapshot.status().message());
-    return snapshot.status();
-  }
-
-  int rejected = 0, warned = 0;
-  for (const auto& [key, status] : statuses) {
-    rejected += status.state == StatusState::kRejected;
-    warned += status.state == StatusState::kWarning;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [key, status] : statuses) {
-      auto old = statuses_.find(key);
-      bool changed = old == statuses_.end() || old->second.state != status.state ||
-                     old->second.reasons.size() != status.reasons.size();
-      if (changed && status.state != StatusState::kAccepted) {
-        for (const FieldError& reason : status.reasons) {
-          LogWarning("%s %s: %s", key.ToString(), StatusStateName(status.state), reason.ToString());
-        }
-      }
-    }
-    statuses_ = std::move(statuses);
-  }
-  metrics_->GetGauge("holdfast_objects", "Config objects by status", {{"status", "Rejected"}})->Set(rejected);
-  metrics_->GetGauge("holdfast_objects", "Config objects by status", {{"status", "Warning"}})->Set(warned);
-  if ((*snapshot)->version() != published_version_) {
-    published_version_ = (*snapshot)->version();
-    LogInfo("config %s: publishing snapshot %s (%d resources)", options_.directory,
-            published_version_, (*snapshot)->size());
-    publish_(*snapshot);
-  }
-  return absl::OkStatus();
+  absl::Status applied = pipeline_.Apply(input, file_statuses);
+  read_once_ = true;
+  return applied;
 }
 
 void ConfigDirectorySource::Start() {
@@ -111,9 +66,11 @@ void ConfigDirectorySource::Start() {
 
 void ConfigDirectorySource::Stop() { poller_.Stop(); }
 
-StatusMap ConfigDirectorySource::statuses() const {
-  absl::MutexLock lock(&mu_);
-  return statuses_;
+SourceHealth ConfigDirectorySource::health() const {
+  SourceHealth health;
+  health.connected = true;
+  health.synced_once = read_once_.load();
+  return health;
 }
 
 }  // namespace holdfast

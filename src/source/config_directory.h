@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <atomic>
 #include <map>
 #include <string>
 #include <thread>
@@ -12,6 +13,8 @@
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
 #include "src/source/config_files.h"
+#include "src/source/config_pipeline.h"
+#include "src/source/config_source.h"
 #include "src/source/directory_scanner.h"
 #include "src/source/poller.h"
 
@@ -24,7 +27,7 @@ namespace holdfast {
 // a row agree, so an editor's save or a multi-file copy lands as one change.
 // Each file is decoded on its own; a file that stops parsing keeps what it
 // held before. Every object's status is kept for the admin endpoint.
-class ConfigDirectorySource {
+class ConfigDirectorySource : public ConfigSource {
  public:
   struct Options {
     std::string directory;
@@ -34,34 +37,31 @@ class ConfigDirectorySource {
 
   ConfigDirectorySource(Options options, const Clock& clock, MetricsRegistry* metrics,
                         std::function<void(SnapshotPtr)> publish);
-  ~ConfigDirectorySource();
+  ~ConfigDirectorySource() override;
 
   // Reads the directory now (no debounce) and publishes if the result changed.
   absl::Status Reload();
-  void Start();
-  void Stop();
-
-  StatusMap statuses() const;
+  void Start() override;
+  void Stop() override;
+  StatusMap statuses() const override { return pipeline_.statuses(); }
+  // A directory is always reachable; `synced_once` says whether it was read.
+  SourceHealth health() const override;
+  void OnStatuses(std::function<void(const StatusMap&)> listener) override {
+    pipeline_.OnStatuses(std::move(listener));
+  }
 
  private:
   absl::Status Apply(const std::map<std::string, FileFingerprint>& scan);
 
   const Options options_;
-  const Clock& clock_;
-  MetricsRegistry* metrics_;
-  std::function<void(SnapshotPtr)> publish_;
-  Counter* reloads_;
 
   absl::Mutex reload_mu_;
-  Translator translator_ ABSL_GUARDED_BY(reload_mu_);
+  ConfigPipeline pipeline_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, FileFingerprint> applied_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> files_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> last_readable_ ABSL_GUARDED_BY(reload_mu_);
-  std::string published_version_ ABSL_GUARDED_BY(reload_mu_);
   bool applied_once_ ABSL_GUARDED_BY(reload_mu_) = false;
-
-  mutable absl::Mutex mu_;
-  StatusMap statuses_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> read_once_{false};
 
   Poller poller_;
 };

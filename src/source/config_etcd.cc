@@ -1,0 +1,220 @@
+#include "src/source/config_etcd.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "src/common/backoff.h"
+#include "src/common/log.h"
+#include "src/source/config_files.h"
+
+namespace holdfast {
+
+std::string ObjectStoreKey(const std::string& prefix, const std::string& section,
+                           const ObjectKey& key) {
+  return absl::StrCat(prefix, "/", section, "/", key.kind, "/", key.ns, "/", key.name);
+}
+
+EtcdConfigSource::EtcdConfigSource(Options options, EtcdClient* client, const Clock& clock,
+                                   MetricsRegistry* metrics,
+                                   std::function<void(SnapshotPtr)> publish)
+    : options_(std::move(options)),
+      config_prefix_(options_.prefix + "/config/"),
+      client_(client),
+      clock_(clock),
+      pipeline_(absl::StrCat("etcd ", options_.prefix), options_.translator, clock, metrics,
+                std::move(publish)),
+      relists_(metrics->GetCounter("holdfast_source_relists_total",
+                                   "Full listings of the store (start, compaction)")),
+      store_errors_(metrics->GetCounter("holdfast_store_errors_total",
+                                        "Failed list or watch attempts against the store")),
+      connected_gauge_(metrics->GetGauge("holdfast_store_connected",
+                                         "1 while the config store answers")),
+      revision_gauge_(metrics->GetGauge("holdfast_store_revision",
+                                        "Store revision of the config in use")) {
+  health_.disconnected_since = clock_.Now();
+  health_.last_error = "not connected yet";
+}
+
+EtcdConfigSource::~EtcdConfigSource() { Stop(); }
+
+void EtcdConfigSource::Start() {
+  watcher_ = std::thread([this] { WatchLoop(); });
+  applier_ = std::thread([this] { ApplyLoop(); });
+}
+
+void EtcdConfigSource::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (watcher_.joinable()) watcher_.join();
+  if (applier_.joinable()) applier_.join();
+}
+
+SourceHealth EtcdConfigSource::health() const {
+  absl::MutexLock lock(&mu_);
+  return health_;
+}
+
+void EtcdConfigSource::MarkConnected(int64_t revision) {
+  absl::MutexLock lock(&mu_);
+  if (!health_.connected) {
+    LogInfo("etcd: connected to %s at revision %d (store was unreachable for %s)",
+            client_->current_endpoint(), revision,
+            absl::FormatDuration(absl::Trunc(clock_.Now() - health_.disconnected_since,
+                                             absl::Milliseconds(100))));
+  }
+  health_.connected = true;
+  health_.last_error.clear();
+  connected_gauge_->Set(1);
+}
+
+void EtcdConfigSource::MarkDisconnected(const absl::Status& status) {
+  store_errors_->Increment();
+  absl::MutexLock lock(&mu_);
+  if (health_.connected) {
+    health_.disconnected_since = clock_.Now();
+    LogWarning("etcd: store unreachable, serving what was last read (revision %d): %s",
+               health_.revision, status.message());
+  }
+  health_.connected = false;
+  health_.last_error = std::string(status.message());
+  connected_gauge_->Set(0);
+}
+
+void EtcdConfigSource::WatchLoop() {
+  Backoff backoff(options_.min_backoff, options_.max_backoff);
+  while (!stop_.HasBeenNotified()) {
+    absl::StatusOr<RangeResult> listing = client_->GetPrefix(config_prefix_);
+    if (!listing.ok()) {
+      MarkDisconnected(listing.status());
+      Sleep(backoff.Next());
+      continue;
+    }
+    relists_->Increment();
+    MarkConnected(listing->revision);
+    backoff.Reset();
+    int64_t revision = listing->revision;
+    {
+      absl::MutexLock lock(&mu_);
+      docs_.clear();
+      for (const KeyValue& kv : listing->kvs) docs_[kv.key] = Doc{kv.value, kv.mod_revision};
+      docs_revision_ = revision;
+      dirty_ = true;
+    }
+
+    while (!stop_.HasBeenNotified()) {
+      WatchOptions watch = options_.watch;
+      watch.prefix = config_prefix_;
+      watch.start_revision = revision + 1;
+      absl::Status ended = client_->Watch(
+          watch,
+          [&](const WatchBatch& batch) {
+            MarkConnected(batch.revision);
+            backoff.Reset();
+            absl::MutexLock lock(&mu_);
+            for (const WatchEvent& event : batch.events) {
+              if (event.type == WatchEvent::Type::kDelete) {
+                docs_.erase(event.kv.key);
+              } else {
+                docs_[event.kv.key] = Doc{event.kv.value, event.kv.mod_revision};
+              }
+            }
+            revision = std::max(revision, batch.revision);
+            // A progress notification moves the revision without changes.
+            if (batch.events.empty()) {
+              health_.revision = std::max(health_.revision, revision);
+              revision_gauge_->Set(static_cast<double>(health_.revision));
+            } else {
+              docs_revision_ = revision;
+              dirty_ = true;
+            }
+          },
+          &stop_);
+      if (stop_.HasBeenNotified()) return;
+      if (absl::IsOutOfRange(ended)) {
+        LogWarning("etcd: %s; listing everything again", ended.message());
+        break;  // list again, at once
+      }
+      MarkDisconnected(ended);
+      Sleep(backoff.Next());
+    }
+  }
+}
+
+void EtcdConfigSource::ApplyLoop() {
+  while (!stop_.HasBeenNotified()) {
+    std::map<std::string, Doc> docs;
+    int64_t revision;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return dirty_ || stop_.HasBeenNotified();
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(200));
+      if (!dirty_) continue;
+      docs = docs_;
+      revision = docs_revision_;
+      dirty_ = false;
+    }
+    TranslationInput input;
+    StatusMap key_statuses;
+    std::map<std::string, std::pair<int64_t, DecodedFile>> decoded;
+    for (const auto& [key, doc] : docs) {
+      auto cached = decoded_.find(key);
+      if (cached != decoded_.end() && cached->second.first == doc.mod_revision) {
+        decoded.emplace(key, std::move(cached->second));
+      } else {
+        decoded.emplace(key, std::pair{doc.mod_revision, DecodeObjects(doc.value, key)});
+      }
+      AddStored(config_prefix_, key, decoded.at(key).second, &input, &key_statuses);
+    }
+    decoded_ = std::move(decoded);
+    (void)pipeline_.Apply(input, key_statuses);
+    absl::MutexLock lock(&mu_);
+    health_.revision = std::max(health_.revision, revision);
+    health_.synced_once = true;
+    revision_gauge_->Set(static_cast<double>(health_.revision));
+  }
+}
+
+void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::string& store_key,
+                                 const DecodedFile& decoded, TranslationInput* input,
+                                 StatusMap* key_statuses) {
+  SourceLocation at{store_key, 0};
+  std::vector<std::string> parts = absl::StrSplit(
+      absl::string_view(store_key).substr(std::min(store_key.size(), config_prefix.size())), '/');
+  if (!absl::StartsWith(store_key, config_prefix) || parts.size() != 3 || parts[0].empty() ||
+      parts[1].empty() || parts[2].empty()) {
+    ObjectKey key{kFileKind, "", store_key};
+    ObjectStatus& status = (*key_statuses)[key];
+    status.key = key;
+    status.location = at;
+    status.Reject("", absl::StrCat("not an object key: expected ", config_prefix,
+                                   "KIND/NAMESPACE/NAME"),
+                  at);
+    return;
+  }
+  ObjectKey key{parts[0], parts[1], parts[2]};
+  std::vector<FieldError>& invalid = input->invalid[key];
+  if (decoded.syntax_error) {
+    invalid.push_back(FieldError{"", absl::StrCat("not valid YAML: ", decoded.syntax_error->message),
+                                 decoded.syntax_error->location});
+  } else if (decoded.objects.size() != 1) {
+    invalid.push_back(FieldError{
+        "", absl::StrCat("holds ", decoded.objects.size(), " objects; a key holds exactly one"), at});
+  } else {
+    const DecodedObject& object = decoded.objects.front();
+    if (object.key && *object.key != key) {
+      invalid.push_back(FieldError{"metadata",
+                                   absl::StrCat("the key names ", key.ToString(),
+                                                " but the object is ", object.key->ToString()),
+                                   object.location});
+    } else if (object.object && object.key) {
+      input->objects.emplace(key, *object.object);
+    } else {
+      invalid = object.errors.errors();
+      if (invalid.empty()) invalid.push_back(FieldError{"", "cannot be decoded", at});
+    }
+  }
+  if (invalid.empty()) input->invalid.erase(key);
+}
+
+}  // namespace holdfast

@@ -1,0 +1,103 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/etcd/etcd_client.h"
+#include "src/model/decode.h"
+#include "src/source/config_pipeline.h"
+#include "src/source/config_source.h"
+
+namespace holdfast {
+
+// The etcd key of an object's config or status: PREFIX/config/KIND/NS/NAME.
+std::string ObjectStoreKey(const std::string& prefix, const std::string& section,
+                           const ObjectKey& key);
+
+// Gateway objects stored in etcd, one per key under PREFIX/config/ (see
+// docs/etcd.md), translated into snapshots.
+//
+// Lists every key at one revision, then watches from the next revision, so
+// no change is missed or seen twice. When the watch breaks it resumes from
+// the last revision seen; when that revision has been compacted it lists
+// again and replaces everything it held. The watch asks for progress
+// regularly, so a store that goes silent is noticed. Bursts of changes are
+// translated together: while one translation runs, later events queue and
+// the next translation takes them all.
+//
+// A key whose value does not decode, names a different object than its key,
+// or holds more than one object is Rejected (the object's last accepted
+// version stays in service). Store failures never stop the source: it
+// retries with jittered backoff forever and keeps what it served.
+class EtcdConfigSource : public ConfigSource {
+ public:
+  struct Options {
+    std::string prefix = "/holdfast";
+    TranslatorOptions translator;
+    WatchOptions watch;  // prefix and start revision are set by the source
+    absl::Duration min_backoff = absl::Milliseconds(200);
+    absl::Duration max_backoff = absl::Seconds(10);
+  };
+
+  EtcdConfigSource(Options options, EtcdClient* client, const Clock& clock,
+                   MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish);
+  ~EtcdConfigSource() override;
+
+  void Start() override;
+  void Stop() override;
+  StatusMap statuses() const override { return pipeline_.statuses(); }
+  SourceHealth health() const override;
+  void OnStatuses(std::function<void(const StatusMap&)> listener) override {
+    pipeline_.OnStatuses(std::move(listener));
+  }
+
+  // Adds the object stored at `store_key` (decoded from its value) to
+  // `input`, or says why it cannot be used: in `input->invalid` when the key
+  // names an object, else in `key_statuses`.
+  static void AddStored(const std::string& config_prefix, const std::string& store_key,
+                        const DecodedFile& decoded, TranslationInput* input,
+                        StatusMap* key_statuses);
+
+ private:
+  struct Doc {
+    std::string value;
+    int64_t mod_revision = 0;
+  };
+  void WatchLoop();
+  void ApplyLoop();
+  void MarkConnected(int64_t revision);
+  void MarkDisconnected(const absl::Status& status);
+  void Sleep(absl::Duration d) { stop_.WaitForNotificationWithTimeout(d); }
+
+  const Options options_;
+  const std::string config_prefix_;
+  EtcdClient* client_;
+  const Clock& clock_;
+  ConfigPipeline pipeline_;  // used by the apply thread only (statuses() is thread-safe)
+  Counter* relists_;
+  Counter* store_errors_;
+  Gauge* connected_gauge_;
+  Gauge* revision_gauge_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Doc> docs_ ABSL_GUARDED_BY(mu_);
+  int64_t docs_revision_ ABSL_GUARDED_BY(mu_) = 0;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  SourceHealth health_ ABSL_GUARDED_BY(mu_);
+
+  // Apply thread only: decoded values by key, reused while the key's
+  // mod revision holds.
+  std::map<std::string, std::pair<int64_t, DecodedFile>> decoded_;
+
+  absl::Notification stop_;
+  std::thread watcher_;
+  std::thread applier_;
+};
+
+}  // namespace holdfast

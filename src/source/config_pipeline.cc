@@ -1,0 +1,70 @@
+#include "src/source/config_pipeline.h"
+
+#include "src/common/log.h"
+#include "src/source/config_files.h"
+
+namespace holdfast {
+
+ConfigPipeline::ConfigPipeline(std::string name, TranslatorOptions options, const Clock& clock,
+                               MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish)
+    : name_(std::move(name)),
+      clock_(clock),
+      metrics_(metrics),
+      publish_(std::move(publish)),
+      reloads_(metrics->GetCounter("holdfast_source_reloads_total",
+                                   "Times the config source was re-read after a change")),
+      rejected_(metrics->GetGauge("holdfast_objects", "Config objects by status",
+                                  {{"status", "Rejected"}})),
+      warned_(metrics->GetGauge("holdfast_objects", "Config objects by status",
+                                {{"status", "Warning"}})),
+      translator_(options) {}
+
+absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMap& extra_statuses) {
+  reloads_->Increment();
+  TranslationOutput output = translator_.Translate(input);
+  StatusMap statuses = MergeStatuses(std::move(output.statuses), extra_statuses);
+
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(output.resources), clock_.Now());
+  if (!snapshot.ok()) {
+    // The translator only emits consistent sets; keep serving if it did not.
+    LogError("config %s: %s", name_, snapshot.status().message());
+    return snapshot.status();
+  }
+
+  int rejected = 0, warned = 0;
+  for (const auto& [key, status] : statuses) {
+    rejected += status.state == StatusState::kRejected;
+    warned += status.state == StatusState::kWarning;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, status] : statuses) {
+      auto old = statuses_.find(key);
+      bool changed = old == statuses_.end() || old->second.state != status.state ||
+                     old->second.reasons.size() != status.reasons.size();
+      if (changed && status.state != StatusState::kAccepted) {
+        for (const FieldError& reason : status.reasons) {
+          LogWarning("%s %s: %s", key.ToString(), StatusStateName(status.state), reason.ToString());
+        }
+      }
+    }
+    statuses_ = statuses;
+  }
+  rejected_->Set(rejected);
+  warned_->Set(warned);
+  if ((*snapshot)->version() != published_version_) {
+    published_version_ = (*snapshot)->version();
+    LogInfo("config %s: publishing snapshot %s (%d resources)", name_, published_version_,
+            (*snapshot)->size());
+    publish_(*snapshot);
+  }
+  if (listener_) listener_(statuses);
+  return absl::OkStatus();
+}
+
+StatusMap ConfigPipeline::statuses() const {
+  absl::MutexLock lock(&mu_);
+  return statuses_;
+}
+
+}  // namespace holdfast

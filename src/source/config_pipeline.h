@@ -1,0 +1,48 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/snapshot/snapshot.h"
+#include "src/translate/translator.h"
+
+namespace holdfast {
+
+// The part every gateway-object source shares: translate a complete set of
+// objects, build a snapshot, publish it if its version changed, and keep
+// every object's status (logging the ones that turn bad). Not thread-safe:
+// one source thread applies.
+class ConfigPipeline {
+ public:
+  // `name` says where the objects came from, in logs.
+  ConfigPipeline(std::string name, TranslatorOptions options, const Clock& clock,
+                 MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish);
+
+  // Translates `input`; `extra_statuses` (problems the source found before
+  // translation, such as unreadable files) are merged into the statuses.
+  absl::Status Apply(const TranslationInput& input, const StatusMap& extra_statuses);
+
+  // Thread-safe.
+  StatusMap statuses() const;
+  void OnStatuses(std::function<void(const StatusMap&)> listener) { listener_ = std::move(listener); }
+
+ private:
+  const std::string name_;
+  const Clock& clock_;
+  MetricsRegistry* metrics_;
+  std::function<void(SnapshotPtr)> publish_;
+  std::function<void(const StatusMap&)> listener_;
+  Counter* reloads_;
+  Gauge* rejected_;
+  Gauge* warned_;
+  Translator translator_;
+  std::string published_version_;
+
+  mutable absl::Mutex mu_;
+  StatusMap statuses_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace holdfast

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "src/translate/status.h"
+
+namespace holdfast {
+
+// How a config source stands with its store, for the admin endpoint and
+// readiness. A source with no store (a directory) is always connected.
+struct SourceHealth {
+  bool connected = false;
+  int64_t revision = 0;           // store revision of the config in use; 0 if none
+  std::string last_error;         // why the store is unreachable, if it is
+  absl::Time disconnected_since;  // when it last became unreachable
+  bool synced_once = false;       // a complete listing has been applied
+};
+
+// A source of gateway objects. Sources translate what they read into
+// snapshots and hand them to a publish callback given at construction; they
+// keep every object's status. Start() returns at once: reading, watching
+// and retrying happen on the source's own threads, and no failure of the
+// store stops them. Stop() waits for those threads.
+class ConfigSource {
+ public:
+  virtual ~ConfigSource() = default;
+  virtual void Start() = 0;
+  virtual void Stop() = 0;
+  // The statuses of the last translation, by object.
+  virtual StatusMap statuses() const = 0;
+  virtual SourceHealth health() const = 0;
+  // Called after every translation with the new statuses (on a source
+  // thread; keep it short). Set before Start().
+  virtual void OnStatuses(std::function<void(const StatusMap&)> listener) = 0;
+};
+
+}  // namespace holdfast

@@ -1,0 +1,205 @@
+#include "src/status/status_writer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "src/common/log.h"
+
+namespace holdfast {
+namespace {
+
+constexpr size_t kMaxReasons = 20;
+constexpr size_t kMaxMessage = 1024;
+
+std::string Bounded(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  return text.substr(0, limit) + "...";
+}
+
+// The stored value minus who wrote it: what decides whether to rewrite.
+std::string ContentOf(const std::string& value) {
+  nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return "";  // garbage: always rewritten
+  parsed.erase("writer");
+  parsed.erase("term");
+  return parsed.dump();
+}
+
+}  // namespace
+
+nlohmann::json StoredStatusJson(const ObjectKey& key, const ObjectStatus& status) {
+  nlohmann::json reasons = nlohmann::json::array();
+  for (size_t i = 0; i < status.reasons.size() && i < kMaxReasons; ++i) {
+    const FieldError& reason = status.reasons[i];
+    reasons.push_back({{"path", Bounded(reason.path, 256)},
+                       {"message", Bounded(reason.message, kMaxMessage)},
+                       {"location", Bounded(reason.location.ToString(), 512)}});
+  }
+  if (status.reasons.size() > kMaxReasons) {
+    reasons.push_back({{"path", ""},
+                       {"message", absl::StrCat("and ", status.reasons.size() - kMaxReasons,
+                                                " more")},
+                       {"location", ""}});
+  }
+  return {{"kind", key.kind},
+          {"namespace", key.ns},
+          {"name", key.name},
+          {"state", StatusStateName(status.state)},
+          {"servingLastGood", status.serving_last_good},
+          {"reasons", reasons}};
+}
+
+StatusWriter::StatusWriter(Options options, EtcdClient* client, LeaseElector* elector,
+                           MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      client_(client),
+      elector_(elector),
+      writes_(metrics->GetCounter("holdfast_status_writes_total",
+                                  "Object statuses written to the store")),
+      fenced_(metrics->GetCounter("holdfast_status_writes_fenced_total",
+                                  "Status writes the store refused because their term had ended")),
+      errors_(metrics->GetCounter("holdfast_status_write_errors_total",
+                                  "Status write transactions that failed for other reasons")) {}
+
+StatusWriter::~StatusWriter() { Stop(); }
+
+std::string StatusWriter::StoreKey(const ObjectKey& key) const {
+  // Names never hold '/', but a File status is named by a path or key.
+  std::string name = absl::StrReplaceAll(key.name, {{"%", "%25"}, {"/", "%2F"}});
+  return absl::StrCat(options_.prefix, "/status/", key.kind, "/", key.ns.empty() ? "-" : key.ns,
+                      "/", name);
+}
+
+void StatusWriter::Update(const StatusMap& statuses) {
+  absl::MutexLock lock(&mu_);
+  desired_ = statuses;
+  wake_ = true;
+}
+
+void StatusWriter::Start() {
+  elector_->OnChange([this](const Leadership&) {
+    absl::MutexLock lock(&mu_);
+    wake_ = true;
+  });
+  thread_ = std::thread([this] {
+    while (!stop_.HasBeenNotified()) {
+      {
+        absl::MutexLock lock(&mu_);
+        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return wake_ || stop_.HasBeenNotified();
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&ready), options_.retry_period);
+        wake_ = false;
+      }
+      if (stop_.HasBeenNotified()) break;
+      (void)Sync();
+    }
+  });
+}
+
+void StatusWriter::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status StatusWriter::Reconcile(const Leadership& leadership) {
+  absl::StatusOr<RangeResult> stored = client_->GetPrefix(options_.prefix + "/status/");
+  if (!stored.ok()) return stored.status();
+  stored_.clear();
+  for (const KeyValue& kv : stored->kvs) stored_[kv.key] = ContentOf(kv.value);
+  term_ = leadership.term;
+  LogInfo("status: leading term %d; %d statuses in the store, reconciling", term_,
+          stored_.size());
+  return absl::OkStatus();
+}
+
+absl::Status StatusWriter::Commit(const Leadership& leadership, etcdserverpb::TxnRequest& txn) {
+  etcdserverpb::Compare* fence = txn.add_compare();
+  fence->set_key(leadership.leader_key);
+  fence->set_target(etcdserverpb::Compare::CREATE);
+  fence->set_result(etcdserverpb::Compare::EQUAL);
+  fence->set_create_revision(leadership.term);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(txn);
+  if (!response.ok()) {
+    errors_->Increment();
+    return response.status();
+  }
+  if (!response->succeeded()) {
+    fenced_->Increment();
+    LogWarning("status: the store refused a write of term %d (the term has ended); stepping down",
+               leadership.term);
+    elector_->ReportFenced(leadership.term);
+    return absl::FailedPreconditionError(
+        absl::StrCat("status write fenced: term ", leadership.term, " has ended"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StatusWriter::Sync() {
+  absl::MutexLock sync_lock(&sync_mu_);
+  Leadership leadership = elector_->Current();
+  if (!leadership.is_leader) {
+    term_ = 0;
+    stored_.clear();
+    return absl::OkStatus();
+  }
+  if (leadership.term != term_) {
+    if (absl::Status status = Reconcile(leadership); !status.ok()) return status;
+  }
+  std::map<std::string, nlohmann::json> desired;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, status] : desired_) desired[StoreKey(key)] = StoredStatusJson(key, status);
+  }
+
+  struct Op {
+    std::string key;
+    std::string content;  // empty: delete
+  };
+  std::vector<Op> ops;
+  for (auto& [key, json] : desired) {
+    std::string content = json.dump();
+    auto stored = stored_.find(key);
+    if (stored == stored_.end() || stored->second != content) ops.push_back({key, content});
+  }
+  for (const auto& [key, content] : stored_) {
+    if (!desired.contains(key)) ops.push_back({key, ""});
+  }
+
+  for (size_t begin = 0; begin < ops.size(); begin += options_.max_ops_per_txn) {
+    // Leadership is re-checked (by the clock) before every transaction; the
+    // fence in the transaction covers what the clock cannot see.
+    if (!elector_->Current().is_leader) return absl::OkStatus();
+    size_t end = std::min(ops.size(), begin + options_.max_ops_per_txn);
+    etcdserverpb::TxnRequest txn;
+    for (size_t i = begin; i < end; ++i) {
+      if (ops[i].content.empty()) {
+        txn.add_success()->mutable_request_delete_range()->set_key(ops[i].key);
+        continue;
+      }
+      nlohmann::json value = nlohmann::json::parse(ops[i].content);
+      value["writer"] = options_.replica_id;
+      value["term"] = leadership.term;
+      etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+      put->set_key(ops[i].key);
+      put->set_value(value.dump());
+    }
+    if (absl::Status status = Commit(leadership, txn); !status.ok()) {
+      if (absl::IsFailedPrecondition(status)) {
+        term_ = 0;
+        stored_.clear();
+      }
+      return status;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (ops[i].content.empty()) {
+        stored_.erase(ops[i].key);
+      } else {
+        stored_[ops[i].key] = ops[i].content;
+        writes_->Increment();
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace holdfast

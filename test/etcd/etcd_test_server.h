@@ -1,0 +1,116 @@
+#pragma once
+// A real etcd server for tests: /usr/bin/etcd (Debian etcd-server) on free
+// loopback ports, in a temporary directory, killed when the object goes.
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "src/etcd/etcd_client.h"
+
+namespace holdfast::testing {
+
+inline int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+class EtcdTestServer {
+ public:
+  EtcdTestServer() {
+    char dir_template[] = "/tmp/holdfast-etcd-XXXXXX";
+    dir_ = mkdtemp(dir_template);
+    client_port_ = FreeLoopbackPort();
+    peer_port_ = FreeLoopbackPort();
+    Start();
+  }
+  ~EtcdTestServer() {
+    Kill();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string endpoint() const { return absl::StrCat("127.0.0.1:", client_port_); }
+
+  // Starts etcd (again, on the same ports and data) and waits until it answers.
+  void Start() {
+    std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+    std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
+    std::string log = dir_ + "/etcd.log";
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* out = freopen(log.c_str(), "a", stderr);
+      (void)out;
+      dup2(2, 1);
+      std::string cluster = "default=" + peer_url;
+      std::string data = dir_ + "/data";
+      execl("/usr/bin/etcd", "etcd", "--name", "default", "--data-dir", data.c_str(),
+            "--listen-client-urls", client_url.c_str(), "--advertise-client-urls",
+            client_url.c_str(), "--listen-peer-urls", peer_url.c_str(),
+            "--initial-advertise-peer-urls", peer_url.c_str(), "--initial-cluster",
+            cluster.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Probe with plain TCP first: a gRPC channel that saw "connection
+    // refused" waits out its reconnect backoff before trying again.
+    for (int i = 0; i < 200 && !Listening(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    auto client = Client(absl::Seconds(1));
+    for (int i = 0; i < 100; ++i) {
+      if (client->Get("/ready").ok()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "etcd did not start; see " << log;
+  }
+
+  bool Listening() const {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(client_port_);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    return ok;
+  }
+
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  std::unique_ptr<EtcdClient> Client(absl::Duration timeout = absl::Seconds(2)) const {
+    EtcdClientOptions options;
+    options.endpoints = {endpoint()};
+    options.call_timeout = timeout;
+    return std::move(EtcdClient::Create(options)).value();
+  }
+
+ private:
+  std::string dir_;
+  int client_port_ = 0;
+  int peer_port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace holdfast::testing
