@@ -687,3 +687,85 @@ def test_hostile_text_in_store_does_not_crash_replicas(store):
         for path in ("/debug/snapshot", "/debug/status", "/debug/store", "/debug/leader"):
             status, body = r.admin.get(path)
             assert status == 200, (r.name, path, status, body[:300])
+
+
+# --- 10. the election key disappears ----------------------------------------------
+
+def test_deleted_election_key_ends_the_term(store):
+    """An operator deletes the leader's election key (its lease lives on)
+    and a change follows at once. The term ended with the key: no status may
+    be written under it afterwards (the fence compares the key's create
+    revision). The replica campaigns again and writes the change's status
+    under its new term."""
+    s = store
+    s.apply("objects.yaml", *upstreams(), echo_to("alpha"))
+    a = s.replica("a")
+    a.wait_ready()
+    _, term = the_leader([a])
+    wait_store_statuses(s, {key_of("Upstream", "alpha"): "Accepted",
+                            key_of("Upstream", "beta"): "Accepted",
+                            key_of("VirtualService", "echo"): "Accepted"},
+                        what="statuses under the first term",
+                        extra=lambda st: written_by(st, "a", term))
+    (own,) = [kv for kv in s.election_kvs() if kv.text() == "a"]
+    assert own.create_revision == term
+
+    assert s.etcd.delete(own.key) == 1
+    deleted_at = s.etcd.revision()
+    s.apply("echo.yaml", virtual_service("echo", [route(name="default", upstream="ghost")],
+                                         domains=["echo.test"]))
+    view = wait_for(a.leader, lambda v: v["is_leader"] is True and v["term"] > deleted_at,
+                    timeout=FAILOVER_TIMEOUT, what="a to lead again under a new term")
+    new_term = view["term"]
+    wait_for(s.statuses,
+             lambda st: (st.get(key_of("VirtualService", "echo"), {}).get("state"),
+                         st.get(key_of("VirtualService", "echo"), {}).get("term"))
+             == ("Warning", new_term),
+             timeout=CONVERGE_TIMEOUT, what="echo's Warning status under the new term")
+    late = [(k, kv.mod_revision, kv.text()) for k, kv in s.status_kvs().items()
+            if kv.mod_revision > deleted_at and kv.json().get("term") != new_term]
+    assert not late, (f"written after the key of term {term} was deleted at {deleted_at}, "
+                      f"not under the new term {new_term}: {late!r} "
+                      f"(fenced writes: {a.metric('holdfast_status_writes_fenced_total')})")
+    assert a.metric("holdfast_leader_transitions_total") >= 3  # led, lost, led again
+
+
+# --- 11. a replica restarted under the same id ------------------------------------
+
+def test_restarted_replica_does_not_inherit_its_old_term(store):
+    """Replica a is SIGKILLed and restarted at once under the same id, while
+    its old election key (same value, "a") still leads until the old lease
+    runs out. The new process must not take the old key for its own: it
+    leads only under its own key, and every status it writes carries that
+    key's create revision."""
+    s = store
+    s.apply("objects.yaml", *upstreams(), echo_to("alpha"))
+    a = s.replica("a")
+    a.wait_ready()
+    _, old_term = the_leader([a])
+    wait_store_statuses(s, {key_of("Upstream", "alpha"): "Accepted",
+                            key_of("Upstream", "beta"): "Accepted",
+                            key_of("VirtualService", "echo"): "Accepted"},
+                        what="statuses under the first term",
+                        extra=lambda st: written_by(st, "a", old_term))
+    (old_key,) = [kv.key for kv in s.election_kvs() if kv.text() == "a"]
+
+    a.kill()
+    restarted_at = s.etcd.revision()
+    a.start()
+    a.wait_ready()
+    s.apply("echo.yaml", virtual_service("echo", [route(name="default", upstream="ghost")],
+                                         domains=["echo.test"]))
+    view = wait_for(a.leader, lambda v: v["is_leader"] is True and v["term"] != old_term,
+                    timeout=FAILOVER_TIMEOUT, what="the restarted a to lead under its own key")
+    new_term = view["term"]
+    (new_key,) = [kv for kv in s.election_kvs() if kv.text() == "a"]
+    assert new_key.key != old_key and new_key.create_revision == new_term, (new_key, old_key)
+    wait_for(s.statuses,
+             lambda st: (st.get(key_of("VirtualService", "echo"), {}).get("state"),
+                         st.get(key_of("VirtualService", "echo"), {}).get("term"))
+             == ("Warning", new_term),
+             timeout=CONVERGE_TIMEOUT, what="echo's Warning status under the new term")
+    wrong = [(k, kv.mod_revision, kv.text()) for k, kv in s.status_kvs().items()
+             if kv.mod_revision > restarted_at and kv.json().get("term") != new_term]
+    assert not wrong, f"written after the restart under another term: {wrong!r}"
