@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -694,13 +693,3 @@ def which_etcd() -> Optional[str]:
             return f"{path} not found (install Debian's etcd-server and etcd-client)"
     return None
 
-
-def wait_tcp(port: int, timeout: float) -> None:
-    """Waits until something accepts connections on 127.0.0.1:port."""
-    def probe():
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-        except OSError:
-            return False
-    wait_for(probe, bool, timeout=timeout, what=f"127.0.0.1:{port} to accept connections")

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
 from hf_admin import Admin
 from hf_etcd import EtcdCluster, KeyValue

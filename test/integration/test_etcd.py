@@ -11,7 +11,6 @@ the raw value).
 
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
