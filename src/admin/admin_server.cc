@@ -22,7 +22,10 @@ nlohmann::json MessageToJson(const google::protobuf::Message& message) {
 }
 
 void SendJson(httplib::Response& res, const nlohmann::json& body) {
-  res.set_content(body.dump(2) + "\n", "application/json");
+  // Replace, not throw, on bytes that are not UTF-8 (store keys are shown
+  // as they are).
+  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/json");
 }
 
 }  // namespace

@@ -50,6 +50,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--retry-period", serve.retry_period, "Lease renewal and campaign interval")
       ->capture_default_str();
+  serve_cmd->add_option("--state-dir", serve.state_dir,
+                        "Directory for the last-known-good snapshot (empty: do not persist)")
+      ->capture_default_str();
+  serve_cmd->add_option("--store-grace", serve.store_grace,
+                        "At start, how long to wait for live config before serving the persisted "
+                        "snapshot")
+      ->capture_default_str();
 
   holdfast::ValidateOptions validate;
   CLI::App* validate_cmd = app.add_subcommand(

@@ -13,6 +13,7 @@
 #include "src/common/log.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
+#include "src/snapshot/last_known_good.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
 #include "src/source/xds_directory.h"
@@ -181,9 +182,15 @@ int RunServe(const ServeOptions& options) {
     return 2;
   }
 
-  auto publish = [&cache](SnapshotPtr snapshot) {
-    cache.Set(cache.default_group(), std::move(snapshot));
-  };
+  absl::StatusOr<absl::Duration> grace = ParseFlagDuration("--store-grace", options.store_grace);
+  if (!grace.ok()) {
+    LogError("%s", grace.status().message());
+    return 2;
+  }
+  LastKnownGood last_good(LastKnownGood::Options{.state_dir = options.state_dir, .grace = *grace},
+                          &cache, clock, &metrics);
+  last_good.Start();
+  auto publish = [&last_good](SnapshotPtr snapshot) { last_good.PublishLive(std::move(snapshot)); };
   std::unique_ptr<XdsDirectorySource> xds_source;
   std::unique_ptr<ConfigDirectorySource> directory_source;
   std::unique_ptr<EtcdDeployment> etcd;
@@ -219,8 +226,14 @@ int RunServe(const ServeOptions& options) {
   }
   if (config_source != nullptr) {
     status_json = [config_source] { return StatusesToJson(config_source->statuses()); };
-    pages["/debug/store"] = [config_source, &clock] {
-      return HealthToJson(config_source->health(), clock);
+    pages["/debug/store"] = [config_source, &clock, &last_good] {
+      nlohmann::json json = HealthToJson(config_source->health(), clock);
+      LastKnownGood::State state = last_good.state();
+      json["serving"] = state.serving_persisted ? "persisted" : state.serving_live ? "live" : "nothing";
+      json["persisted_version"] = state.persisted ? state.persisted->version() : "";
+      json["restore_error"] = state.restore_error;
+      json["persist_error"] = state.persist_error;
+      return json;
     };
   }
   if (!loaded.ok()) {
@@ -254,24 +267,30 @@ int RunServe(const ServeOptions& options) {
       .readiness =
           [&]() {
             Published current = cache.Current(cache.default_group());
-            if (current.snapshot == nullptr) {
-              return Readiness{false, "no complete snapshot yet"};
-            }
             std::string store;
             if (config_source != nullptr) {
               SourceHealth health = config_source->health();
               if (!health.connected) {
-                store = absl::StrCat(", store unreachable for ",
+                store = absl::StrCat("store unreachable for ",
                                      absl::FormatDuration(absl::Trunc(
                                          clock.Now() - health.disconnected_since, absl::Seconds(1))),
                                      ": ", health.last_error);
               }
             }
-            return Readiness{true, absl::StrCat("serving snapshot ", current.snapshot->version(),
-                                                " from ",
-                                                absl::FormatTime("%H:%M:%S", current.snapshot->created(),
-                                                                 absl::UTCTimeZone()),
-                                                " (", current.snapshot->size(), " resources)", store)};
+            LastKnownGood::State last = last_good.state();
+            if (current.snapshot == nullptr) {
+              std::string why = "no complete snapshot yet";
+              if (!store.empty()) absl::StrAppend(&why, "; ", store);
+              if (!last.restore_error.empty()) absl::StrAppend(&why, "; ", last.restore_error);
+              return Readiness{false, why};
+            }
+            return Readiness{
+                true, absl::StrCat("serving ", last.serving_persisted ? "persisted " : "",
+                                   "snapshot ", current.snapshot->version(), " from ",
+                                   absl::FormatTime("%Y-%m-%d %H:%M:%S", current.snapshot->created(),
+                                                    absl::UTCTimeZone()),
+                                   " (", current.snapshot->size(), " resources)",
+                                   store.empty() ? "" : ", ", store)};
           },
       .status = status_json,
       .pages = pages,
@@ -299,6 +318,7 @@ int RunServe(const ServeOptions& options) {
   if (xds_source) xds_source->Stop();
   if (directory_source) directory_source->Stop();
   if (etcd) etcd->Stop();
+  last_good.Stop();
   (*xds)->Shutdown(absl::Seconds(1));
   metrics.RemoveCollector(collector);
   return 0;

@@ -15,6 +15,10 @@ struct ServeOptions {
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
+  // Where the last-known-good snapshot is kept ("" disables persistence),
+  // and how long to wait for live config before serving it at start.
+  std::string state_dir = "holdfast-state";
+  std::string store_grace = "5s";
   uint32_t missing_upstream_status = 503;
   std::string xds_listen = "127.0.0.1:18000";
   std::string admin_listen = "127.0.0.1:19000";

@@ -10,9 +10,18 @@ namespace {
 constexpr size_t kMaxReasons = 20;
 constexpr size_t kMaxMessage = 1024;
 
+// At most `limit` bytes, "..." included, cut between UTF-8 characters.
 std::string Bounded(const std::string& text, size_t limit) {
   if (text.size() <= limit) return text;
-  return text.substr(0, limit) + "...";
+  size_t cut = limit - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// JSON text of `value`; bytes that are not UTF-8 (which decoding refuses,
+// but statuses also quote store keys) become U+FFFD instead of throwing.
+std::string Dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The stored value minus who wrote it: what decides whether to rewrite.
@@ -21,23 +30,24 @@ std::string ContentOf(const std::string& value) {
   if (!parsed.is_object()) return "";  // garbage: always rewritten
   parsed.erase("writer");
   parsed.erase("term");
-  return parsed.dump();
+  return Dump(parsed);
 }
 
 }  // namespace
 
 nlohmann::json StoredStatusJson(const ObjectKey& key, const ObjectStatus& status) {
   nlohmann::json reasons = nlohmann::json::array();
-  for (size_t i = 0; i < status.reasons.size() && i < kMaxReasons; ++i) {
+  // Over the limit, the last entry says how many more there are.
+  size_t shown = status.reasons.size() <= kMaxReasons ? status.reasons.size() : kMaxReasons - 1;
+  for (size_t i = 0; i < shown; ++i) {
     const FieldError& reason = status.reasons[i];
     reasons.push_back({{"path", Bounded(reason.path, 256)},
                        {"message", Bounded(reason.message, kMaxMessage)},
                        {"location", Bounded(reason.location.ToString(), 512)}});
   }
-  if (status.reasons.size() > kMaxReasons) {
+  if (shown < status.reasons.size()) {
     reasons.push_back({{"path", ""},
-                       {"message", absl::StrCat("and ", status.reasons.size() - kMaxReasons,
-                                                " more")},
+                       {"message", absl::StrCat("and ", status.reasons.size() - shown, " more")},
                        {"location", ""}});
   }
   return {{"kind", key.kind},
@@ -157,7 +167,7 @@ absl::Status StatusWriter::Sync() {
   };
   std::vector<Op> ops;
   for (auto& [key, json] : desired) {
-    std::string content = json.dump();
+    std::string content = Dump(json);
     auto stored = stored_.find(key);
     if (stored == stored_.end() || stored->second != content) ops.push_back({key, content});
   }
@@ -181,7 +191,7 @@ absl::Status StatusWriter::Sync() {
       value["term"] = leadership.term;
       etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
       put->set_key(ops[i].key);
-      put->set_value(value.dump());
+      put->set_value(Dump(value));
     }
     if (absl::Status status = Commit(leadership, txn); !status.ok()) {
       if (absl::IsFailedPrecondition(status)) {

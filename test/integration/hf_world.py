@@ -55,6 +55,7 @@ class Holdfast:
         self._source_dir = source_dir
         self._source_flag = source_flag
         self._ports_file = work / "holdfast-ports.json"
+        self._state_dir = work / "holdfast-state"
         self.proc: Optional[ManagedProcess] = None
         self.xds_port: Optional[int] = None
         self.admin: Optional[Admin] = None
@@ -68,6 +69,7 @@ class Holdfast:
             "--xds-listen", f"127.0.0.1:{xds_port}",
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
+            "--state-dir", self._state_dir,
         ], env=environ_without_grpc())
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])

@@ -1,5 +1,7 @@
 #include "src/model/decode.h"
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace holdfast {
@@ -90,6 +92,28 @@ TEST(DecodeTest, SyntaxErrorNamesTheLine) {
   ASSERT_TRUE(file.syntax_error.has_value());
   EXPECT_EQ(file.syntax_error->location.file, "f.yaml");
   EXPECT_GT(file.syntax_error->location.line, 0);
+}
+
+TEST(DecodeTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
+  struct Case {
+    std::string bytes;
+    bool valid;
+  };
+  const std::vector<Case> cases = {
+      {"d\xc3\xa9j\xc3\xa0 vu \xe2\x82\xac \xf0\x9f\x99\x82", true},
+      {"\xff", false},          // never in UTF-8
+      {"\xc3", false},          // cut short at the end
+      {"\xc3(", false},         // continuation missing
+      {"\xc0\xaf", false},      // overlong '/'
+      {"\xed\xa0\x80", false},  // a surrogate
+      {"\xf4\x90\x80\x80", false},  // beyond U+10FFFF
+  };
+  for (const Case& c : cases) {
+    DecodedFile file = DecodeObjects("kind: Upstream\n# " + c.bytes + "\n", "f.yaml");
+    bool refused = file.syntax_error && absl::StrContains(file.syntax_error->message, "UTF-8");
+    EXPECT_EQ(refused, !c.valid) << absl::CHexEscape(c.bytes);
+    if (refused) EXPECT_EQ(file.syntax_error->location.line, 2);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/snapshot/snapshot_cache.h"
+
+namespace holdfast {
+
+// Serves the config source's snapshots and keeps the last one on disk, so
+// that a replica starting while its store is unreachable serves what it
+// served before instead of nothing.
+//
+// At Start() the persisted snapshot (if any) is read and checked; a damaged
+// file is reported, moved aside and never served. If the source has
+// published nothing live by the end of the grace period, the persisted
+// snapshot is served, marked stale, until the first live one replaces it.
+// Live snapshots are served at once and written to disk afterwards, on a
+// thread of this class, latest first: a slow disk never delays serving.
+class LastKnownGood {
+ public:
+  struct Options {
+    std::string state_dir;  // empty: nothing is persisted or restored
+    absl::Duration grace = absl::Seconds(5);
+  };
+  struct State {
+    bool serving_live = false;
+    bool serving_persisted = false;
+    SnapshotPtr persisted;      // what was read from disk at start, if valid
+    std::string restore_error;  // why nothing was restored (no file, damaged)
+    std::string persist_error;  // the last write failure, cleared on success
+  };
+
+  LastKnownGood(Options options, SnapshotCache* cache, const Clock& clock, MetricsRegistry* metrics);
+  ~LastKnownGood();
+
+  void Start();
+  void Stop();
+  // The publish callback for config sources.
+  void PublishLive(SnapshotPtr snapshot);
+  State state() const;
+  std::string path() const;
+
+ private:
+  void WriterLoop();
+
+  const Options options_;
+  SnapshotCache* cache_;
+  const Clock& clock_;
+  Counter* persist_errors_;
+  Counter* damaged_;
+  Gauge* serving_persisted_;
+
+  mutable absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_);
+  SnapshotPtr to_write_ ABSL_GUARDED_BY(mu_);
+  std::string written_version_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stop_;
+  std::thread writer_;
+  std::thread restorer_;
+};
+
+}  // namespace holdfast

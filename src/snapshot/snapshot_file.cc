@@ -1,0 +1,174 @@
+#include "src/snapshot/snapshot_file.h"
+
+#include <fcntl.h>
+#include <openssl/sha.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace holdfast {
+namespace {
+
+constexpr char kMagic[] = "HFSNAP01";
+constexpr size_t kMagicSize = 8;
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = kMagicSize + 4 + 8 + SHA256_DIGEST_LENGTH;
+
+template <typename T>
+void PutInt(std::string& out, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+template <typename T>
+void PutBytes(std::string& out, const std::string& bytes) {
+  PutInt<T>(out, static_cast<T>(bytes.size()));
+  out.append(bytes);
+}
+
+// Reads from a payload, failing (not crashing) on anything short.
+class Reader {
+ public:
+  explicit Reader(absl::string_view data) : data_(data) {}
+  template <typename T>
+  bool Int(T* value) {
+    if (data_.size() < sizeof(T)) return false;
+    *value = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) {
+      *value |= static_cast<T>(static_cast<unsigned char>(data_[i])) << (8 * i);
+    }
+    data_.remove_prefix(sizeof(T));
+    return true;
+  }
+  template <typename T>
+  bool Bytes(std::string* out) {
+    T size;
+    if (!Int(&size) || data_.size() < size) return false;
+    out->assign(data_.data(), size);
+    data_.remove_prefix(size);
+    return true;
+  }
+  bool done() const { return data_.empty(); }
+
+ private:
+  absl::string_view data_;
+};
+
+std::string Sha256(absl::string_view bytes) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return std::string(reinterpret_cast<char*>(digest), sizeof(digest));
+}
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("cannot create " + path);
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      absl::Status error = Errno("cannot write " + path);
+      close(fd);
+      return error;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    absl::Status error = Errno("cannot sync " + path);
+    close(fd);
+    return error;
+  }
+  if (close(fd) != 0) return Errno("cannot close " + path);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path) {
+  std::string payload;
+  PutInt<uint64_t>(payload, static_cast<uint64_t>(absl::ToUnixMicros(snapshot.created())));
+  PutInt<uint32_t>(payload, static_cast<uint32_t>(snapshot.size()));
+  for (const std::string& type_url : snapshot.TypeUrls()) {
+    for (const auto& [name, resource] : snapshot.Resources(type_url)) {
+      PutBytes<uint32_t>(payload, type_url);
+      PutBytes<uint32_t>(payload, name);
+      PutBytes<uint64_t>(payload, resource->serialized());
+    }
+  }
+  std::string file(kMagic, kMagicSize);
+  PutInt<uint32_t>(file, kFormatVersion);
+  PutInt<uint64_t>(file, payload.size());
+  file.append(Sha256(payload));
+  file.append(payload);
+
+  std::string tmp = path + ".tmp";
+  if (absl::Status status = WriteAllAndSync(tmp, file); !status.ok()) return status;
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot rename " + tmp);
+  // The rename itself must reach the disk too.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dir_fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": no snapshot file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string file = buffer.str();
+  auto corrupt = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat(path, ": damaged snapshot file (", why, ")"));
+  };
+  if (file.size() < kHeaderSize || file.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
+    return corrupt("not a holdfast snapshot file");
+  }
+  Reader header(absl::string_view(file).substr(kMagicSize, 12));
+  uint32_t version = 0;
+  uint64_t size = 0;
+  header.Int(&version);
+  header.Int(&size);
+  if (version != kFormatVersion) {
+    return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion));
+  }
+  if (file.size() - kHeaderSize != size) {
+    return corrupt(absl::StrCat("payload is ", file.size() - kHeaderSize, " bytes, header says ", size));
+  }
+  absl::string_view payload = absl::string_view(file).substr(kHeaderSize);
+  if (Sha256(payload) != file.substr(kMagicSize + 12, SHA256_DIGEST_LENGTH)) {
+    return corrupt("checksum mismatch");
+  }
+  Reader reader(payload);
+  uint64_t created_micros = 0;
+  uint32_t count = 0;
+  if (!reader.Int(&created_micros) || !reader.Int(&count)) return corrupt("short payload");
+  std::vector<ResourcePtr> resources;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string type_url, name, serialized;
+    if (!reader.Bytes<uint32_t>(&type_url) || !reader.Bytes<uint32_t>(&name) ||
+        !reader.Bytes<uint64_t>(&serialized)) {
+      return corrupt(absl::StrCat("resource ", i, " of ", count, " is cut short"));
+    }
+    resources.push_back(Resource::FromBytes(std::move(name), std::move(type_url), std::move(serialized)));
+  }
+  if (!reader.done()) return corrupt("trailing bytes");
+  absl::StatusOr<SnapshotPtr> snapshot =
+      Snapshot::Build(std::move(resources), absl::FromUnixMicros(static_cast<int64_t>(created_micros)));
+  if (!snapshot.ok()) return corrupt(std::string(snapshot.status().message()));
+  return snapshot;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,125 @@
+#include "src/snapshot/snapshot_file.h"
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "src/snapshot/last_known_good.h"
+#include "test/unit/test_resources.h"
+
+namespace holdfast {
+namespace {
+using testing::Chain;
+
+class SnapshotFileTest : public ::testing::Test {
+ protected:
+  SnapshotFileTest() {
+    char dir_template[] = "/tmp/holdfast-state-XXXXXX";
+    dir_ = mkdtemp(dir_template);
+    path_ = dir_ + "/last-good.snapshot";
+  }
+  ~SnapshotFileTest() override { std::filesystem::remove_all(dir_); }
+
+  std::string ReadAll() {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void WriteAll(const std::string& bytes) { std::ofstream(path_, std::ios::binary) << bytes; }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SnapshotFileTest, RoundTripKeepsVersionsAndContent) {
+  SnapshotPtr original = Chain("a", 8081);
+  ASSERT_TRUE(WriteSnapshotFile(*original, path_).ok());
+  absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->version(), original->version());
+  EXPECT_EQ((*read)->size(), original->size());
+  EXPECT_EQ(absl::ToUnixMicros((*read)->created()), absl::ToUnixMicros(original->created()));
+  for (const std::string& type_url : original->TypeUrls()) {
+    EXPECT_EQ((*read)->TypeVersion(type_url), original->TypeVersion(type_url));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
+}
+
+TEST_F(SnapshotFileTest, EveryDamageIsDetected) {
+  ASSERT_TRUE(WriteSnapshotFile(*Chain("a", 8081), path_).ok());
+  const std::string good = ReadAll();
+  struct Case {
+    const char* name;
+    std::string bytes;
+  };
+  std::string flipped = good;
+  flipped[good.size() - 10] ^= 0x40;
+  std::string version = good;
+  version[8] = 2;
+  std::vector<Case> cases = {
+      {"empty", ""},
+      {"truncated header", good.substr(0, 20)},
+      {"truncated payload", good.substr(0, good.size() - 7)},
+      {"flipped payload byte", flipped},
+      {"other format version", version},
+      {"trailing garbage", good + "xx"},
+      {"not ours", std::string(200, 'x')},
+  };
+  for (const Case& c : cases) {
+    WriteAll(c.bytes);
+    absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
+    EXPECT_TRUE(absl::IsDataLoss(read.status())) << c.name << ": " << read.status();
+  }
+  std::filesystem::remove(path_);
+  EXPECT_TRUE(absl::IsNotFound(ReadSnapshotFile(path_).status()));
+}
+
+bool Eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 200 && !condition(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+TEST_F(SnapshotFileTest, PersistedSnapshotIsServedWhenNothingLiveArrivesInTime) {
+  SnapshotPtr served_before = Chain("a", 8081);
+  ASSERT_TRUE(WriteSnapshotFile(*served_before, path_).ok());
+  MetricsRegistry metrics;
+  SnapshotCache cache;
+  LastKnownGood last_good({.state_dir = dir_, .grace = absl::Milliseconds(50)}, &cache,
+                          Clock::Real(), &metrics);
+  last_good.Start();
+  ASSERT_TRUE(Eventually([&] { return cache.Current(cache.default_group()).snapshot != nullptr; }));
+  EXPECT_EQ(cache.Current(cache.default_group()).snapshot->version(), served_before->version());
+  EXPECT_TRUE(last_good.state().serving_persisted);
+
+  // Live config replaces it and is persisted in turn.
+  SnapshotPtr live = Chain("b", 9091);
+  last_good.PublishLive(live);
+  EXPECT_FALSE(last_good.state().serving_persisted);
+  EXPECT_EQ(cache.Current(cache.default_group()).snapshot->version(), live->version());
+  ASSERT_TRUE(Eventually([&] {
+    auto read = ReadSnapshotFile(path_);
+    return read.ok() && (*read)->version() == live->version();
+  }));
+  last_good.Stop();
+}
+
+TEST_F(SnapshotFileTest, LiveConfigWithinGraceWinsAndDamagedFileIsNeverServed) {
+  WriteAll("HFSNAP01 but not really a snapshot file at all, just damage");
+  MetricsRegistry metrics;
+  SnapshotCache cache;
+  LastKnownGood last_good({.state_dir = dir_, .grace = absl::Milliseconds(50)}, &cache,
+                          Clock::Real(), &metrics);
+  last_good.Start();
+  EXPECT_NE(last_good.state().restore_error.find("damaged"), std::string::npos)
+      << last_good.state().restore_error;
+  EXPECT_TRUE(std::filesystem::exists(path_ + ".damaged"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cache.Current(cache.default_group()).snapshot, nullptr);
+  EXPECT_FALSE(last_good.state().serving_persisted);
+  last_good.Stop();
+}
+
+}  // namespace
+}  // namespace holdfast
