@@ -1,7 +1,10 @@
 // EtcdClient and EtcdConfigSource against a real etcd server.
 #include "src/etcd/etcd_client.h"
 
+#include <cstdlib>
 #include <thread>
+
+#include "absl/strings/match.h"
 
 #include "gtest/gtest.h"
 #include "src/source/config_etcd.h"
@@ -51,6 +54,48 @@ TEST(EtcdClient, FailsOverToAnEndpointThatAnswers) {
   auto client = std::move(EtcdClient::Create(options)).value();
   ASSERT_TRUE(client->Put("/k", "v").ok());
   EXPECT_EQ(client->current_endpoint(), server.endpoint());
+}
+
+TEST(EtcdClient, AuthenticatesWithUsernameAndPassword) {
+  EtcdTestServer server;
+  std::string etcdctl = absl::StrCat("ETCDCTL_API=3 etcdctl --endpoints ", server.endpoint(), " ");
+  ASSERT_EQ(std::system((etcdctl + "user add root:s3cret --interactive=false >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((etcdctl + "auth enable >/dev/null").c_str()), 0);
+
+  EtcdClientOptions options;
+  options.endpoints = {server.endpoint()};
+  options.username = "root";
+  options.password = "s3cret";
+  auto client = std::move(EtcdClient::Create(options)).value();
+  EXPECT_TRUE(client->Put("/auth/k", "v").ok());
+  EXPECT_EQ(client->Get("/auth/k").value().kvs.size(), 1u);
+
+  options.password = "wrong";
+  auto refused = std::move(EtcdClient::Create(options)).value();
+  absl::Status status = refused->Put("/auth/k", "v").status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(absl::StrContains(status.message(), "authenticat")) << status;
+
+  options.username.clear();
+  auto anonymous = std::move(EtcdClient::Create(options)).value();
+  EXPECT_FALSE(anonymous->Put("/auth/k", "v").ok());
+}
+
+TEST(EtcdClient, MutualTls) {
+  EtcdTestServer server(EtcdTestServer::Options{.mutual_tls = true});
+  auto client = server.Client();  // CA, client certificate and key
+  EXPECT_TRUE(client->Put("/tls/k", "v").ok());
+
+  // Without a client certificate the server refuses the handshake.
+  EtcdClientOptions options;
+  options.endpoints = {"https://" + server.endpoint()};
+  options.ca_file = server.ca_file();
+  options.call_timeout = absl::Seconds(2);
+  auto anonymous = std::move(EtcdClient::Create(options)).value();
+  EXPECT_FALSE(anonymous->Put("/tls/k", "v").ok());
+
+  options.cert_file = server.client_cert_file();
+  EXPECT_FALSE(EtcdClient::Create(options).ok());  // a certificate needs its key
 }
 
 TEST(EtcdClient, LeaseKeepAliveSaysNotFoundOnceRevoked) {

@@ -35,13 +35,25 @@ inline int FreeLoopbackPort() {
 
 class EtcdTestServer {
  public:
-  EtcdTestServer() {
+  struct Options {
+    // Serve clients over TLS and require client certificates signed by the
+    // same test CA (files: ca_file(), client_cert_file(), client_key_file()).
+    bool mutual_tls = false;
+  };
+
+  EtcdTestServer() : EtcdTestServer(Options{}) {}
+  explicit EtcdTestServer(Options options) : options_(options) {
     char dir_template[] = "/tmp/holdfast-etcd-XXXXXX";
     dir_ = mkdtemp(dir_template);
     client_port_ = FreeLoopbackPort();
     peer_port_ = FreeLoopbackPort();
+    if (options_.mutual_tls) MakeCertificates();
     Start();
   }
+
+  std::string ca_file() const { return dir_ + "/ca.crt"; }
+  std::string client_cert_file() const { return dir_ + "/client.crt"; }
+  std::string client_key_file() const { return dir_ + "/client.key"; }
   ~EtcdTestServer() {
     Kill();
     std::filesystem::remove_all(dir_);
@@ -51,7 +63,10 @@ class EtcdTestServer {
 
   // Starts etcd (again, on the same ports and data) and waits until it answers.
   void Start() {
-    std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+    std::string client_url =
+        absl::StrCat(options_.mutual_tls ? "https" : "http", "://127.0.0.1:", client_port_);
+    std::string server_cert = dir_ + "/server.crt", server_key = dir_ + "/server.key",
+                ca = ca_file();
     std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
     std::string log = dir_ + "/etcd.log";
     pid_ = fork();
@@ -61,6 +76,15 @@ class EtcdTestServer {
       dup2(2, 1);
       std::string cluster = "default=" + peer_url;
       std::string data = dir_ + "/data";
+      if (options_.mutual_tls) {
+        execl("/usr/bin/etcd", "etcd", "--name", "default", "--data-dir", data.c_str(),
+              "--listen-client-urls", client_url.c_str(), "--advertise-client-urls",
+              client_url.c_str(), "--listen-peer-urls", peer_url.c_str(),
+              "--initial-advertise-peer-urls", peer_url.c_str(), "--initial-cluster",
+              cluster.c_str(), "--log-level", "warn", "--cert-file", server_cert.c_str(),
+              "--key-file", server_key.c_str(), "--trusted-ca-file", ca.c_str(),
+              "--client-cert-auth", static_cast<char*>(nullptr));
+      }
       execl("/usr/bin/etcd", "etcd", "--name", "default", "--data-dir", data.c_str(),
             "--listen-client-urls", client_url.c_str(), "--advertise-client-urls",
             client_url.c_str(), "--listen-peer-urls", peer_url.c_str(),
@@ -103,10 +127,29 @@ class EtcdTestServer {
     EtcdClientOptions options;
     options.endpoints = {endpoint()};
     options.call_timeout = timeout;
+    if (options_.mutual_tls) {
+      options.ca_file = ca_file();
+      options.cert_file = client_cert_file();
+      options.key_file = client_key_file();
+    }
     return std::move(EtcdClient::Create(options)).value();
   }
 
  private:
+  // A test CA, a server certificate for 127.0.0.1 and a client certificate.
+  void MakeCertificates() {
+    std::string script = absl::StrCat(
+        "set -e; cd ", dir_, "; exec >certs.log 2>&1; ",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.crt; ",
+        "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ext.cnf; ",
+        "for who in server client; do ",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=\\$who -keyout \\$who.key -out \\$who.csr; ",
+        "openssl x509 -req -in \\$who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 ",
+        "-extfile ext.cnf -out \\$who.crt; done");
+    ASSERT_EQ(std::system(("bash -c \"" + script + "\"").c_str()), 0) << "see " << dir_ << "/certs.log";
+  }
+
+  Options options_;
   std::string dir_;
   int client_port_ = 0;
   int peer_port_ = 0;
