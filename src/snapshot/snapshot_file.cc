@@ -129,14 +129,17 @@ absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": no snapshot file"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string file = buffer.str();
+  return DecodeSnapshotFile(buffer.str(), path);
+}
+
+absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std::string& path) {
   auto corrupt = [&](const std::string& why) {
     return absl::DataLossError(absl::StrCat(path, ": damaged snapshot file (", why, ")"));
   };
-  if (file.size() < kHeaderSize || file.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
+  if (file.size() < kHeaderSize || file.substr(0, kMagicSize) != absl::string_view(kMagic, kMagicSize)) {
     return corrupt("not a holdfast snapshot file");
   }
-  Reader header(absl::string_view(file).substr(kMagicSize, 12));
+  Reader header(file.substr(kMagicSize, 12));
   uint32_t version = 0;
   uint64_t size = 0;
   header.Int(&version);
@@ -147,7 +150,7 @@ absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path) {
   if (file.size() - kHeaderSize != size) {
     return corrupt(absl::StrCat("payload is ", file.size() - kHeaderSize, " bytes, header says ", size));
   }
-  absl::string_view payload = absl::string_view(file).substr(kHeaderSize);
+  absl::string_view payload = file.substr(kHeaderSize);
   if (Sha256(payload) != file.substr(kMagicSize + 12, SHA256_DIGEST_LENGTH)) {
     return corrupt("checksum mismatch");
   }

@@ -23,5 +23,8 @@ namespace holdfast {
 // never served.
 absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path);
 absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path);
+// The checks and decoding of ReadSnapshotFile, on bytes already read;
+// `path` is used in messages only.
+absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std::string& path);
 
 }  // namespace holdfast
