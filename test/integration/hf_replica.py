@@ -38,7 +38,8 @@ def _secs(seconds: float) -> str:
 
 class Replica:
     """One `holdfast serve --etcd-endpoints` process. start() may be called
-    again after kill() (same replica id; new ports)."""
+    again after kill() (same replica id and --state-dir; new ports; `extra`
+    replaces the extra arguments when given, e.g. ["--store-grace", "2s"])."""
 
     def __init__(self, procs: ProcessSet, binary: Path, name: str, endpoints: str,
                  prefix: str, work: Path, *, extra: Sequence[str] = ()):
@@ -49,6 +50,9 @@ class Replica:
         self.prefix = prefix
         self._extra = list(extra)
         self._ports_file = Path(work) / f"replica-{name}-ports.json"
+        # Its own last-known-good snapshot (--state-dir): never the default
+        # (relative to the working directory, shared by every replica).
+        self.state_dir = Path(work) / f"replica-{name}-state"
         self.proc: Optional[ManagedProcess] = None
         self.xds_port: Optional[int] = None
         self.admin: Optional[Admin] = None
@@ -65,11 +69,19 @@ class Replica:
             "--xds-listen", "127.0.0.1:0",
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
+            "--state-dir", self.state_dir,
             *self._extra,
         ]
 
-    def start(self) -> "Replica":
+    @property
+    def snapshot_file(self) -> Path:
+        """The last-known-good snapshot file in its --state-dir."""
+        return self.state_dir / "last-good.snapshot"
+
+    def start(self, extra: Optional[Sequence[str]] = None) -> "Replica":
         assert not self.running(), f"replica {self.name} already running"
+        if extra is not None:
+            self._extra = list(extra)
         self._ports_file.unlink(missing_ok=True)
         self.proc = self._procs.start(f"holdfast-{self.name}", self.argv(),
                                       env=environ_without_grpc())
@@ -114,7 +126,8 @@ class Replica:
         return doc
 
     def store(self) -> dict:
-        """/debug/store: {"connected", "revision", "last_error", "unreachable_seconds"}."""
+        """/debug/store: {"connected", "revision", "last_error", "unreachable_seconds",
+        ...} (the last-known-good fields are checked by the tests that use them)."""
         self.assert_running()
         doc = self.admin.get_json("/debug/store")
         for field in ("connected", "revision", "last_error", "unreachable_seconds"):
