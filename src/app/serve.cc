@@ -111,7 +111,8 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
   // than trying another member.
   absl::StatusOr<absl::Duration> timeout = ParseFlagDuration("--etcd-call-timeout", flags.call_timeout);
   if (!timeout.ok()) return timeout.status();
-  flags.call_timeout = absl::FormatDuration(std::min(*timeout, election.renew_deadline / 2));
+  const absl::Duration call_timeout = std::min(*timeout, election.renew_deadline / 2);
+  flags.call_timeout = absl::FormatDuration(call_timeout);
   absl::StatusOr<std::unique_ptr<EtcdClient>> client = ConnectEtcd(flags);
   if (!client.ok()) return client.status();
   deployment->client = std::move(*client);
@@ -125,6 +126,10 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
   EtcdConfigSource::Options source_options;
   source_options.prefix = options.etcd.prefix;
   source_options.translator.missing_upstream_status = options.missing_upstream_status;
+  // A watch that hears nothing (not even progress) for two intervals and a
+  // second is taken for dead: a blackholed store never closes it.
+  source_options.watch.progress_interval = std::min(absl::Seconds(5), call_timeout);
+  source_options.watch.stall_timeout = 2 * source_options.watch.progress_interval + absl::Seconds(1);
   deployment->source = std::make_unique<EtcdConfigSource>(
       source_options, deployment->client.get(), clock, metrics, std::move(publish));
   deployment->source->OnStatuses(
@@ -148,6 +153,9 @@ nlohmann::json HealthToJson(const SourceHealth& health, const Clock& clock) {
           {"revision", health.revision},
           {"synced", health.synced_once},
           {"last_error", health.last_error},
+          {"last_contact_seconds",
+           health.last_contact == absl::Time() ? -1.0
+                                                : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
           {"unreachable_seconds",
            health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)}};
 }

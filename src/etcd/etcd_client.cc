@@ -135,6 +135,26 @@ absl::Status EtcdClient::Connect() {
   return absl::OkStatus();
 }
 
+void EtcdClient::RecordSuccess() {
+  absl::MutexLock lock(&contact_mu_);
+  last_success_ = Clock::Real().Monotonic();
+}
+
+void EtcdClient::RecordFailure(const absl::Status& status) {
+  absl::MutexLock lock(&contact_mu_);
+  last_failure_ = Clock::Real().Monotonic();
+  last_error_ = std::string(status.message());
+}
+
+EtcdClient::Contact EtcdClient::contact() const {
+  absl::MutexLock lock(&contact_mu_);
+  Contact contact;
+  contact.failing = last_failure_ > last_success_;
+  contact.since_success = Clock::Real().Monotonic() - last_success_;
+  contact.last_error = last_error_;
+  return contact;
+}
+
 std::string EtcdClient::current_endpoint() const {
   return endpoints_[current_.load() % endpoints_.size()].address;
 }
@@ -189,9 +209,14 @@ absl::Status EtcdClient::Call(
     }
     if (status.ok()) {
       current_.store(index);
+      RecordSuccess();
       return absl::OkStatus();
     }
-    if (!IsEndpointFailure(status)) break;
+    if (!IsEndpointFailure(status)) {
+      RecordSuccess();  // the store answered, if only to say no
+      break;
+    }
+    RecordFailure(FromGrpc(status, what, address));
     // Start the next call elsewhere even if this one fails everywhere.
     current_.store((index + 1) % endpoints_.size());
   }
@@ -308,8 +333,8 @@ absl::Status EtcdClient::LeaseKeepAlive(int64_t lease) {
     etcdserverpb::LeaseKeepAliveRequest request;
     request.set_id(lease);
     if (stream->Write(request) && stream->Read(&response)) {
-      stream->WritesDone();
       c.TryCancel();  // nothing more to read; do not wait for the server's close
+      (void)stream->Finish();
       return grpc::Status::OK;
     }
     return stream->Finish();
@@ -411,6 +436,7 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
         absl::MutexLock lock(&mu);
         last_heard = Clock::Real().Monotonic();
       }
+      RecordSuccess();
       if (response.compact_revision() > 0) {
         if (compacted_revision) *compacted_revision = response.compact_revision();
         result = absl::OutOfRangeError(absl::StrCat("etcd watch from revision ",

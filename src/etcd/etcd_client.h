@@ -122,6 +122,17 @@ class EtcdClient {
   // The endpoint calls currently go to.
   std::string current_endpoint() const;
 
+  // How the store has been answering, over every call and watch of this
+  // client: a store that stopped answering shows here as soon as any call
+  // times out, long before a quiet watch is taken for dead.
+  struct Contact {
+    bool failing = false;  // the latest outcome was an endpoint failure
+    absl::Duration since_success = absl::InfiniteDuration();
+    std::string last_error;
+  };
+  Contact contact() const;
+  absl::Duration call_timeout() const { return options_.call_timeout; }
+
  private:
   struct Endpoint {
     std::string address;
@@ -140,8 +151,15 @@ class EtcdClient {
   void Prepare(grpc::ClientContext& context, absl::Duration timeout);
   absl::Status Authenticate(Endpoint& endpoint);
 
+  void RecordSuccess();
+  void RecordFailure(const absl::Status& status);
+
   const EtcdClientOptions options_;
   std::vector<Endpoint> endpoints_;
+  mutable absl::Mutex contact_mu_;
+  absl::Duration last_success_ ABSL_GUARDED_BY(contact_mu_) = -absl::InfiniteDuration();
+  absl::Duration last_failure_ ABSL_GUARDED_BY(contact_mu_) = -absl::InfiniteDuration();
+  std::string last_error_ ABSL_GUARDED_BY(contact_mu_);
   std::atomic<size_t> current_{0};
   mutable absl::Mutex token_mu_;
   std::string token_ ABSL_GUARDED_BY(token_mu_);

@@ -69,6 +69,7 @@ void ConfigDirectorySource::Stop() { poller_.Stop(); }
 SourceHealth ConfigDirectorySource::health() const {
   SourceHealth health;
   health.connected = true;
+  health.last_contact = absl::Now();  // the directory is always at hand
   health.synced_once = read_once_.load();
   return health;
 }

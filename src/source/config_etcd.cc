@@ -27,15 +27,21 @@ EtcdConfigSource::EtcdConfigSource(Options options, EtcdClient* client, const Cl
                                    "Full listings of the store (start, compaction)")),
       store_errors_(metrics->GetCounter("holdfast_store_errors_total",
                                         "Failed list or watch attempts against the store")),
-      connected_gauge_(metrics->GetGauge("holdfast_store_connected",
-                                         "1 while the config store answers")),
+      metrics_(metrics),
       revision_gauge_(metrics->GetGauge("holdfast_store_revision",
                                         "Store revision of the config in use")) {
   health_.disconnected_since = clock_.Now();
   health_.last_error = "not connected yet";
+  collector_ = metrics_->AddCollector([this](MetricWriter& out) {
+    out.Sample("holdfast_store_connected", "1 while the config store answers", "gauge", {},
+               health().connected ? 1 : 0);
+  });
 }
 
-EtcdConfigSource::~EtcdConfigSource() { Stop(); }
+EtcdConfigSource::~EtcdConfigSource() {
+  Stop();
+  metrics_->RemoveCollector(collector_);
+}
 
 void EtcdConfigSource::Start() {
   watcher_ = std::thread([this] { WatchLoop(); });
@@ -49,8 +55,21 @@ void EtcdConfigSource::Stop() {
 }
 
 SourceHealth EtcdConfigSource::health() const {
-  absl::MutexLock lock(&mu_);
-  return health_;
+  SourceHealth health;
+  {
+    absl::MutexLock lock(&mu_);
+    health = health_;
+  }
+  // Every call of the client counts (lease renewals every retry period,
+  // status writes), so a store that went silent shows within a call timeout
+  // even while the watch still waits for its stall deadline.
+  EtcdClient::Contact contact = client_->contact();
+  if (health.connected && contact.failing && contact.since_success > client_->call_timeout()) {
+    health.connected = false;
+    health.last_error = contact.last_error;
+    health.disconnected_since = clock_.Now() - contact.since_success;
+  }
+  return health;
 }
 
 void EtcdConfigSource::MarkConnected(int64_t revision) {
@@ -62,8 +81,8 @@ void EtcdConfigSource::MarkConnected(int64_t revision) {
                                              absl::Milliseconds(100))));
   }
   health_.connected = true;
+  health_.last_contact = clock_.Now();
   health_.last_error.clear();
-  connected_gauge_->Set(1);
 }
 
 void EtcdConfigSource::MarkDisconnected(const absl::Status& status) {
@@ -76,7 +95,6 @@ void EtcdConfigSource::MarkDisconnected(const absl::Status& status) {
   }
   health_.connected = false;
   health_.last_error = std::string(status.message());
-  connected_gauge_->Set(0);
 }
 
 void EtcdConfigSource::WatchLoop() {

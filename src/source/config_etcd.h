@@ -42,7 +42,7 @@ class EtcdConfigSource : public ConfigSource {
     TranslatorOptions translator;
     WatchOptions watch;  // prefix and start revision are set by the source
     absl::Duration min_backoff = absl::Milliseconds(200);
-    absl::Duration max_backoff = absl::Seconds(10);
+    absl::Duration max_backoff = absl::Seconds(5);
   };
 
   EtcdConfigSource(Options options, EtcdClient* client, const Clock& clock,
@@ -82,7 +82,8 @@ class EtcdConfigSource : public ConfigSource {
   ConfigPipeline pipeline_;  // used by the apply thread only (statuses() is thread-safe)
   Counter* relists_;
   Counter* store_errors_;
-  Gauge* connected_gauge_;
+  MetricsRegistry* metrics_;
+  int collector_ = 0;
   Gauge* revision_gauge_;
 
   mutable absl::Mutex mu_;

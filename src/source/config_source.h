@@ -15,6 +15,9 @@ struct SourceHealth {
   int64_t revision = 0;           // store revision of the config in use; 0 if none
   std::string last_error;         // why the store is unreachable, if it is
   absl::Time disconnected_since;  // when it last became unreachable
+  // When the store last answered (a listing, events or a progress
+  // notification): how stale the config may be.
+  absl::Time last_contact;
   bool synced_once = false;       // a complete listing has been applied
 };
 
