@@ -1,0 +1,764 @@
+#!/usr/bin/env python3
+"""Chaos run: a realistic holdfast deployment on one machine under a nemesis.
+
+    python3 test/chaos/chaos.py --profile short|long [--seed N] [--out DIR]
+
+Deployment (everything on 127.0.0.1): a three-member etcd cluster; three
+holdfast replicas, each reaching every etcd member through its own
+FaultProxy (so the store can be blackholed or reset for one replica, for
+all, or for the leader only); one stable "front" TCP proxy per replica for
+xDS (what a load balancer would be: a restarted replica gets new ports, the
+front keeps its own); a fleet of simulated proxies (chaos-fleet, a Go ADS
+client built from fleet/) and real proxyless gRPC clients (xds_cpp_client)
+calling echo backends; a writer that applies a new configuration
+generation about every second with `holdfast apply`.
+
+The nemesis injects, one at a time: store blackholed or reset for one
+replica / all / the leader; an etcd member killed and restarted; quorum
+lost (two members killed) and regained; a replica SIGKILLed (while its
+snapshot file is being written when it can catch it) and restarted; a
+replica killed and restarted while its store is cut off (it must serve its
+persisted snapshot); the leader SIGSTOPped past its lease. New proxies
+connect during every fault.
+
+Everything that happens is appended to DIR/history.jsonl (one JSON object a
+line, `t` in Unix seconds); checker.py judges it. Unless --no-netns is
+given (or it already runs in one), the runner re-executes itself inside a
+private network namespace with only loopback (`unshare --net
+--map-root-user`), so no packet can leave the machine.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+
+from hf_etcd import EtcdCluster, FaultProxy, which_etcd  # noqa: E402
+from hf_gateway import route, to_yaml, upstream, virtual_service  # noqa: E402
+from hf_process import ProcessSet, environ_without_grpc  # noqa: E402
+from hf_replica import LEASE_DURATION, RETRY_PERIOD, Store  # noqa: E402
+from hf_world import Backend, Binaries, XdsClient  # noqa: E402
+
+NS = "chaos"
+GEN_CLUSTER = f"{NS}/gen"
+GEN_PORT_BASE = 1000
+STORE_GRACE = "2s"
+CONVERGE_TIMEOUT = 30.0
+
+PROFILES = {
+    # ~12 faults, durations 1-8 s: a few minutes on two busy cores.
+    "short": dict(faults=12, min_dur=1.0, max_dur=8.0, long_share=0.0, proxies=40,
+                  mid_fault_proxies=3, gap=1.0),
+    # Hundreds of faults on demand; durations 1-120 s (a tenth of them long).
+    "long": dict(faults=300, min_dur=1.0, max_dur=20.0, long_share=0.1, proxies=60,
+                 mid_fault_proxies=2, gap=1.0),
+}
+
+FAULT_KINDS = ("store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
+               "store-reject-one", "etcd-member-kill", "etcd-quorum-loss",
+               "replica-kill", "replica-kill-cut-off", "leader-pause")
+# Faults after which the store returned for the replicas: a single leader
+# must be in place within lease + retry period + one round trip.
+STORE_FAULTS = {"store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
+                "store-reject-one", "etcd-member-kill", "etcd-quorum-loss",
+                "replica-kill-cut-off", "leader-pause"}
+
+
+# --- history -----------------------------------------------------------------
+
+class History:
+    def __init__(self, path: Path):
+        self._f = open(path, "a", buffering=1)
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, **fields) -> dict:
+        ev = {"t": fields.pop("t", time.time()), "kind": kind, **fields}
+        with self._lock:
+            self._f.write(json.dumps(ev, sort_keys=True) + "\n")
+        return ev
+
+    def close(self) -> None:
+        self._f.close()
+
+
+# --- the fleet of simulated proxies -------------------------------------------
+
+def build_fleet() -> Path:
+    """Builds fleet/ (chaos-fleet) into the holdfast cache, keyed by source."""
+    import hashlib
+    src = HERE / "fleet"
+    h = hashlib.sha256()
+    for p in sorted(src.iterdir()):
+        if p.suffix == ".go" or p.name in ("go.mod", "go.sum"):
+            h.update(p.name.encode() + p.read_bytes())
+    cache = Path(os.environ.get("HOLDFAST_CACHE", Path.home() / ".cache" / "holdfast"))
+    binary = cache / "bin" / f"chaos-fleet-{h.hexdigest()[:16]}"
+    if binary.exists():
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, GOPATH=str(cache / "go"), GOMODCACHE=str(cache / "go" / "mod"),
+               GOCACHE=str(cache / "go" / "build"),
+               GOFLAGS="-modcacherw -buildvcs=false", GOWORK="off")
+    tmp = binary.with_name(binary.name + f".tmp{os.getpid()}")
+    r = subprocess.run([shutil.which("go") or "go", "build", "-o", str(tmp), "."], cwd=src,
+                       env=env, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise SystemExit(f"go build of {src} failed:\n{r.stderr[-3000:]}")
+    os.replace(tmp, binary)
+    return binary
+
+
+class Fleet:
+    """chaos-fleet as a child; its events go to the history as `fleet`."""
+
+    def __init__(self, binary: Path, targets: list, history: History, log_dir: Path):
+        self.history = history
+        self.gens: dict[int, int] = {}
+        self.alive: set[int] = set()
+        self.complete = 0
+        self._lock = threading.Lock()
+        self._log = open(log_dir / "chaos-fleet.log", "ab")
+        self.proc = subprocess.Popen(
+            [str(binary), "--targets", ",".join(targets), "--gen-cluster", GEN_CLUSTER],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            env=environ_without_grpc(), start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            with self._lock:
+                p = ev.get("p")
+                if ev["ev"] == "connect":
+                    self.alive.add(p)
+                elif ev["ev"] == "gen":
+                    self.gens[p] = ev["gen"]
+                elif ev["ev"] == "complete":
+                    self.complete += 1
+            t = ev.pop("t")
+            self.history.add("fleet", t=t, **ev)
+
+    def add(self, n: int, target: int = -1) -> None:
+        line = f"add {n}" + (f" {target}" if target >= 0 else "") + "\n"
+        self.proc.stdin.write(line.encode())
+        self.proc.stdin.flush()
+        self.history.add("fleet_add", n=n, target=target)
+
+    def lagging(self, gen: int) -> list:
+        with self._lock:
+            return [p for p in self.alive if self.gens.get(p, -1) < gen]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write(b"quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=15)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=5)
+        self._log.close()
+
+
+class RealClient:
+    """An xds_cpp_client whose output lines are timestamped into the history."""
+
+    def __init__(self, client: XdsClient, front: int, history: History):
+        self.client = client
+        self.front = front
+        self.history = history
+        self.started = time.time()
+        self.seen = 0
+        history.add("real_start", node=client.node_id, front=front)
+
+    def poll(self) -> None:
+        lines = self.client.lines(self.seen)
+        now = time.time()
+        for line in lines:
+            self.history.add("real_rpc", t=now, node=self.client.node_id, line=line[:200])
+        self.seen += len(lines)
+        if not self.client.proc.running() and not getattr(self, "_exit_logged", False):
+            self._exit_logged = True
+            self.history.add("real_exit", node=self.client.node_id,
+                             code=self.client.proc.proc.returncode)
+
+
+# --- the deployment ----------------------------------------------------------
+
+class Deployment:
+    def __init__(self, out: Path, profile: dict, rng: random.Random):
+        self.out = out
+        self.profile = profile
+        self.rng = rng
+        self.history = History(out / "history.jsonl")
+        self.procs = ProcessSet(out / "logs")
+        self.binaries = Binaries.from_env()
+        self.lock = threading.RLock()
+        self.stopping = threading.Event()
+        self.expected_down: set[str] = set()   # replicas we killed, not yet restarted
+        self.paused: set[str] = set()
+        self.gen = 0
+        self.committed = 0
+        self.real: list[RealClient] = []
+        self.fault_seq = 0
+
+    # -- setup --
+
+    def start(self) -> None:
+        problem = which_etcd()
+        if problem:
+            raise SystemExit(problem)
+        for p in (self.binaries.holdfast, self.binaries.echo_backend,
+                  self.binaries.xds_cpp_client):
+            if not Path(p).exists():
+                raise SystemExit(f"missing binary {p} (set HOLDFAST_BUILD_DIR)")
+        fleet_bin = build_fleet()
+        self.history.add("run_start", profile=self.profile, pid=os.getpid(),
+                         lease=LEASE_DURATION, retry=RETRY_PERIOD)
+        self.etcd = EtcdCluster(self.procs, self.out / "etcd", size=3).start()
+        self.store = Store(self.procs, self.binaries.holdfast, self.etcd, self.out / "store")
+        self.history.add("prefix", prefix=self.store.prefix)
+        self.alpha = Backend(self.procs, self.binaries.echo_backend, "alpha", self.out)
+        self.beta = Backend(self.procs, self.binaries.echo_backend, "beta", self.out)
+        self.write_gen()  # generation 1 before any replica starts
+        self.store_proxies: dict[str, list[FaultProxy]] = {}
+        self.replicas = {}
+        self.fronts: dict[str, FaultProxy] = {}
+        for name in ("a", "b", "c"):
+            proxies = [FaultProxy(m.client_port, name=f"store-{name}-{i}")
+                       for i, m in enumerate(self.etcd.members)]
+            self.store_proxies[name] = proxies
+            r = self.store.replica(name, endpoints=",".join(p.endpoint for p in proxies),
+                                   extra=["--store-grace", STORE_GRACE])
+            self.replicas[name] = r
+            self.fronts[name] = FaultProxy(r.xds_port, name=f"front-{name}")
+            self.history.add("replica_start", replica=name, pid=r.proc.pid,
+                             xds=r.xds_port, front=self.fronts[name].port)
+        for r in self.replicas.values():
+            r.wait_ready()
+        self.names = list(self.replicas)
+        self.fleet = Fleet(fleet_bin, [self.fronts[n].endpoint for n in self.names],
+                           self.history, self.out / "logs")
+        self.history.add("fleet_targets", names=self.names)
+        self.monitor = threading.Thread(target=self._monitor, daemon=True, name="monitor")
+        self.monitor.start()
+        self.fleet.add(self.profile["proxies"])
+        for i, n in enumerate(self.names[:2]):
+            self.add_real_client(i)
+        self.writer = threading.Thread(target=self._writer, daemon=True, name="writer")
+        self.writer.start()
+
+    def add_real_client(self, front_index: int) -> None:
+        name = self.names[front_index % len(self.names)]
+        c = XdsClient(self.procs, self.binaries, "cpp", self.fronts[name].port,
+                      self.out, interval_ms=200, deadline_ms=1000)
+        with self.lock:
+            self.real.append(RealClient(c, front_index, self.history))
+
+    # -- the writer --
+
+    def objects(self, gen: int) -> list:
+        backend = "alpha" if gen % 2 == 0 else "beta"
+        return [upstream("alpha", self.alpha.port, ns=NS),
+                upstream("beta", self.beta.port, ns=NS),
+                upstream("gen", GEN_PORT_BASE + gen, ns=NS),
+                virtual_service("echo", [route(name="default", upstream=backend)], ns=NS),
+                # Accepted and Warning in turn: the leader has a status to
+                # write for every generation, through every fault.
+                virtual_service("flap", [route(name="default",
+                                               upstream="alpha" if gen % 2 else "ghost")],
+                                domains=["flap.test"], ns=NS)]
+
+    def write_gen(self) -> bool:
+        with self.lock:
+            self.gen += 1
+            gen = self.gen
+        path = self.store.write(f"gen-{gen % 4}.yaml", *self.objects(gen))
+        t0 = time.time()
+        try:
+            r = self.store.cli.run("apply", "-f", path, timeout=30)
+            rc, err = r.returncode, (r.stderr or "")[-300:]
+        except subprocess.TimeoutExpired:
+            rc, err = -1, "timeout"
+        except OSError as e:  # the binary being relinked (ETXTBSY, EACCES)
+            rc, err = -2, repr(e)
+        self.history.add("write", t=time.time(), start=t0, gen=gen, ok=rc == 0, rc=rc,
+                         backend="alpha" if gen % 2 == 0 else "beta", err=err)
+        if rc == 0:
+            with self.lock:
+                self.committed = max(self.committed, gen)
+        return rc == 0
+
+    def _writer(self) -> None:
+        while not self.stopping.is_set():
+            self.write_gen()
+            self.stopping.wait(1.0)
+
+    # -- the monitor --
+
+    def _monitor(self) -> None:
+        last: dict[str, dict] = {}
+        while not self.stopping.is_set():
+            for name in self.names:
+                with self.lock:
+                    r = self.replicas[name]
+                    paused = name in self.paused
+                    expected = name in self.expected_down
+                if r.proc is None:
+                    continue
+                if not r.running():
+                    if not expected:
+                        with self.lock:
+                            self.expected_down.add(name)
+                        self.history.add("replica_exit", replica=name, pid=r.proc.pid,
+                                         code=r.proc.proc.returncode,
+                                         log=r.proc.log_tail(30))
+                        threading.Thread(target=self._revive, args=(name,),
+                                         daemon=True).start()
+                    obs = {"up": False}
+                elif paused:
+                    obs = {"up": True, "paused": True}
+                else:
+                    obs = self._observe(r)
+                if obs != last.get(name):
+                    last[name] = obs
+                    self.history.add("obs", replica=name, **obs)
+            with self.lock:
+                real = list(self.real)
+            for c in real:
+                c.poll()
+            self.stopping.wait(0.25)
+
+    def _observe(self, r) -> dict:
+        status, body = r.admin.get("/readyz", timeout=1.0)
+        obs = {"up": True, "ready": status == 200, "pid": r.proc.pid}
+        try:
+            ld = json.loads(r.admin.get("/debug/leader", timeout=1.0)[1])
+            obs.update(is_leader=ld.get("is_leader"), term=ld.get("term"),
+                       leader=ld.get("leader"))
+        except (ValueError, TypeError):
+            obs["leader_err"] = True
+        try:
+            st = json.loads(r.admin.get("/debug/store", timeout=1.0)[1])
+            obs.update(serving=st.get("serving"), connected=st.get("connected"),
+                       restore_error=st.get("restore_error") or "",
+                       persisted_version=st.get("persisted_version"))
+        except (ValueError, TypeError):
+            obs["store_err"] = True
+        return obs
+
+    def _revive(self, name: str) -> None:
+        """A replica that exited on its own is restarted so the run goes on
+        (the checker still fails the run)."""
+        time.sleep(1.0)
+        self.restart_replica(name)
+
+    # -- replica control --
+
+    def restart_replica(self, name: str) -> None:
+        r = self.replicas[name]
+        r.start()
+        self.fronts[name].upstream = ("127.0.0.1", r.xds_port)
+        with self.lock:
+            self.expected_down.discard(name)
+        self.history.add("replica_start", replica=name, pid=r.proc.pid, xds=r.xds_port,
+                         front=self.fronts[name].port)
+
+    def kill_replica(self, name: str) -> None:
+        with self.lock:
+            self.expected_down.add(name)
+        r = self.replicas[name]
+        pid = r.proc.pid
+        r.kill()
+        self.history.add("replica_killed", replica=name, pid=pid)
+
+    def leader_name(self):
+        for name in self.names:
+            if name in self.paused or name in self.expected_down:
+                continue
+            r = self.replicas[name]
+            try:
+                if r.running() and json.loads(
+                        r.admin.get("/debug/leader", timeout=1.0)[1]).get("is_leader"):
+                    return name
+            except (ValueError, TypeError):
+                pass
+        return None
+
+    def set_store(self, names, mode: str) -> None:
+        for n in names:
+            for p in self.store_proxies[n]:
+                p.set_mode(mode)
+
+    # -- the nemesis --
+
+    def duration(self) -> float:
+        p = self.profile
+        if self.rng.random() < p["long_share"]:
+            return round(self.rng.uniform(p["max_dur"], 120.0), 1)
+        return round(self.rng.uniform(p["min_dur"], p["max_dur"]), 1)
+
+    def run_faults(self) -> None:
+        p = self.profile
+        kinds = list(FAULT_KINDS)
+        for i in range(p["faults"]):
+            # Every kind once before repeating, in random order.
+            if i % len(kinds) == 0:
+                self.rng.shuffle(kinds)
+            kind = kinds[i % len(kinds)]
+            self.one_fault(kind, self.duration())
+            self.settle()
+            time.sleep(p["gap"])
+
+    def mid_fault(self, fid: int, target=None) -> None:
+        """New proxies connect during every fault: round-robin, plus some on
+        the affected replica; sometimes a real gRPC client too."""
+        n = self.profile["mid_fault_proxies"]
+        self.fleet.add(n)
+        if target is not None:
+            self.fleet.add(1, self.names.index(target))
+        if fid % 3 == 0:
+            with self.lock:
+                extra = self.real[2:]
+            if len(extra) >= 3:  # keep at most 5 real clients
+                old = extra[0]
+                old.client.proc.stop()
+                with self.lock:
+                    self.real.remove(old)
+                self.history.add("real_stopped", node=old.client.node_id)
+            self.add_real_client(fid)
+
+    def one_fault(self, kind: str, dur: float) -> None:
+        self.fault_seq += 1
+        fid = self.fault_seq
+        target = None
+        detail = {}
+        leader = self.leader_name()
+        t0 = time.time()
+        if kind == "store-blackhole-one":
+            target = self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            self.set_store([target], "blackhole")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "store-reject-one":
+            target = self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            self.set_store([target], "reject")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "store-blackhole-all":
+            self.history.add("fault_start", id=fid, fault=kind, target="all", duration=dur)
+            self.set_store(self.names, "blackhole")
+            self.mid_fault(fid)
+            time.sleep(dur)
+            self.set_store(self.names, "pass")
+        elif kind == "store-blackhole-leader":
+            target = leader or self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
+                             was_leader=leader == target)
+            self.set_store([target], "blackhole")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "etcd-member-kill":
+            m = self.rng.choice(self.etcd.members)
+            self.history.add("fault_start", id=fid, fault=kind, target=m.name, duration=dur)
+            m.kill()
+            self.mid_fault(fid)
+            time.sleep(dur)
+            m.restart()
+            self.wait_store_back(fid)
+        elif kind == "etcd-quorum-loss":
+            ms = self.rng.sample(self.etcd.members, 2)
+            self.history.add("fault_start", id=fid, fault=kind,
+                             target=",".join(m.name for m in ms), duration=dur)
+            for m in ms:
+                m.kill()
+            self.mid_fault(fid)
+            time.sleep(dur)
+            for m in ms:
+                m.restart()
+            self.wait_store_back(fid)
+        elif kind in ("replica-kill", "replica-kill-cut-off"):
+            target = self.rng.choice(self.names)
+            r = self.replicas[target]
+            cut = kind == "replica-kill-cut-off"
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            if cut:
+                self.set_store([target], "blackhole")
+            # Try to catch it writing its snapshot: wait for the next
+            # generation's temporary file to appear (no longer than 3 s).
+            tmp = Path(str(r.snapshot_file) + ".tmp")
+            deadline = time.monotonic() + 3.0
+            caught = False
+            while time.monotonic() < deadline and not cut:
+                if tmp.exists():
+                    caught = True
+                    break
+                time.sleep(0.002)
+            self.kill_replica(target)
+            detail["during_snapshot_write"] = caught
+            self.history.add("fault_note", id=fid, **detail)
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.restart_replica(target)
+            if cut:
+                # Restarted while cut off: after --store-grace it must serve
+                # its persisted snapshot; new proxies connect to it then.
+                time.sleep(3.0)
+                self.fleet.add(2, self.names.index(target))
+                time.sleep(2.0)
+                self.set_store([target], "pass")
+        elif kind == "leader-pause":
+            target = leader or self.rng.choice(self.names)
+            dur = max(dur, LEASE_DURATION + 2.0)
+            r = self.replicas[target]
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
+                             was_leader=leader == target)
+            with self.lock:
+                self.paused.add(target)
+            r.pause()
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            r.resume()
+            with self.lock:
+                self.paused.discard(target)
+        else:
+            raise ValueError(kind)
+        with self.lock:
+            committed = self.committed
+        self.history.add("fault_end", id=fid, fault=kind, target=target,
+                         elapsed=round(time.time() - t0, 2), committed=committed)
+
+    def real_serving(self, backend: str) -> bool:
+        with self.lock:
+            real = list(self.real)
+        return all(c.client.lines()[-5:] == [f"ok {backend}"] * 5 for c in real
+                   if c.client.proc.running())
+
+    def wait_store_back(self, fid: int) -> None:
+        """After etcd members restart, the store is back once a write
+        succeeds; fault_end (what the checker measures from) comes after."""
+        try:
+            self.etcd.wait_writable(timeout=60)
+        except AssertionError as e:
+            self.history.add("store_not_back", id=fid, error=str(e)[:500])
+
+    def settle(self, timeout: float = CONVERGE_TIMEOUT) -> bool:
+        """Waits (bounded) until every live proxy holds what was committed
+        when the fault healed, so faults do not pile up on a lagging fleet."""
+        with self.lock:
+            goal = self.committed
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.fleet.lagging(goal) and self.leader_name() is not None:
+                return True
+            time.sleep(0.2)
+        self.history.add("settle_timeout", goal=goal, lagging=self.fleet.lagging(goal)[:20],
+                         leader=self.leader_name())
+        return False
+
+    # -- the end --
+
+    def finish(self) -> None:
+        self.stopping.set()
+        self.writer.join(timeout=60)
+        for n in self.names:
+            self.set_store([n], "pass")
+        for m in self.etcd.members:
+            if not m.running():
+                m.restart()
+        self.etcd.wait_writable()
+        final_ok = False
+        for _ in range(5):
+            if self.write_gen():
+                final_ok = True
+                break
+            time.sleep(2)
+        with self.lock:
+            final = self.committed
+        self.history.add("final_write", gen=final, ok=final_ok,
+                         backend="alpha" if final % 2 == 0 else "beta")
+        # Let the fleet and the real clients converge, observed by the
+        # checker from the history (the monitor is restarted for that).
+        self.stopping.clear()
+        self.monitor = threading.Thread(target=self._monitor, daemon=True)
+        self.monitor.start()
+        backend = "alpha" if final % 2 == 0 else "beta"
+        deadline = time.monotonic() + 2 * CONVERGE_TIMEOUT
+        while time.monotonic() < deadline and (self.fleet.lagging(final)
+                                               or not self.real_serving(backend)):
+            time.sleep(0.2)
+        time.sleep(2.0)  # a few more RPCs from the real clients
+        self.stopping.set()
+        self.monitor.join(timeout=10)
+        for name in self.names:
+            r = self.replicas[name]
+            if r.running():
+                m = r.admin.metrics()
+                pick = lambda k: sum(v for (n, _), v in m.items() if n == k)  # noqa: E731
+                self.history.add("final_metrics", replica=name,
+                                 damaged=pick("holdfast_snapshot_file_damaged_total"),
+                                 fenced=pick("holdfast_status_writes_fenced_total"),
+                                 transitions=pick("holdfast_leader_transitions_total"))
+        self.record_etcd_history()
+        self.history.add("run_end")
+
+    def record_etcd_history(self) -> None:
+        """Every event under the prefix since revision 1 (etcd never
+        compacts here): election keys and status writes, for fencing."""
+        current = self.etcd.revision()
+        prefix = self.store.prefix
+        from hf_etcd import ETCDCTL, etcdctl_env, _b64
+        argv = [ETCDCTL, f"--endpoints={','.join(self.etcd.live_endpoints())}", "watch",
+                "--prefix", f"{prefix}/", "--rev=1", "-w", "json"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=etcdctl_env())
+        seen_rev = 0
+        count = 0
+        box = {}
+
+        def read():
+            nonlocal seen_rev, count
+            for raw in proc.stdout:
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    continue
+                for e in doc.get("Events") or []:
+                    kv = e.get("kv", {})
+                    key = _b64(kv.get("key")).decode(errors="replace")
+                    section = key[len(prefix) + 1:].split("/", 1)[0]
+                    if section not in ("election", "status"):
+                        seen_rev = max(seen_rev, int(kv.get("mod_revision", 0)))
+                        continue
+                    self.history.add(
+                        "etcd_event", key=key[len(prefix):],
+                        type="DELETE" if e.get("type") == 1 else "PUT",
+                        create_revision=int(kv.get("create_revision", 0)),
+                        mod_revision=int(kv.get("mod_revision", 0)),
+                        value=_b64(kv.get("value")).decode(errors="replace")[:2000])
+                    count += 1
+                    seen_rev = max(seen_rev, int(kv.get("mod_revision", 0)))
+                rev = int((doc.get("Header") or {}).get("revision", 0))
+                box["header"] = rev
+
+        th = threading.Thread(target=read, daemon=True)
+        th.start()
+        deadline = time.monotonic() + 30
+        # Events of the prefix may end before `current` (other keys, probes):
+        # wait until the stream goes quiet for 2 s after the last event.
+        last = (-1, time.monotonic())
+        while time.monotonic() < deadline:
+            if seen_rev != last[0]:
+                last = (seen_rev, time.monotonic())
+            elif time.monotonic() - last[1] > 2.0 and seen_rev > 0:
+                break
+            time.sleep(0.1)
+        proc.kill()
+        proc.wait()
+        th.join(timeout=5)
+        self.history.add("etcd_history", events=count, last_revision=seen_rev,
+                         current_revision=current)
+
+    def close(self) -> None:
+        self.stopping.set()
+        try:
+            self.fleet.close()
+        except Exception:  # noqa: BLE001
+            pass
+        with self.lock:
+            self.paused.clear()
+        for n, r in self.replicas.items():
+            if r.proc is not None and r.running():
+                r.resume()
+                code = r.proc.stop()
+                self.history.add("replica_stop", replica=n, code=code)
+        for ps in self.store_proxies.values():
+            for p in ps:
+                p.close()
+        for f in self.fronts.values():
+            f.close()
+        self.procs.close_all()
+        self.history.close()
+
+
+def in_private_netns() -> bool:
+    """True when only loopback exists here (a namespace made for us)."""
+    # /proc/net/dev is per network namespace (/sys/class/net is not, unless
+    # sysfs is mounted again).
+    try:
+        lines = Path("/proc/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return False
+    links = [l.split(":", 1)[0].strip() for l in lines]
+    return links == ["lo"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="short")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--faults", type=int, default=None, help="override the profile's count")
+    ap.add_argument("--no-netns", action="store_true",
+                    help="run in the current network namespace (not recommended)")
+    args = ap.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"holdfast-chaos-{seed}"
+
+    if not args.no_netns and not in_private_netns():
+        unshare = shutil.which("unshare")
+        if not unshare:
+            raise SystemExit("unshare not found: cannot make a private network namespace")
+        inner = [sys.executable, str(Path(__file__).resolve()), "--profile", args.profile,
+                 "--seed", str(seed), "--out", str(out), "--no-netns"]
+        if args.faults is not None:
+            inner += ["--faults", str(args.faults)]
+        script = "ip link set lo up && exec " + " ".join(f"'{a}'" for a in inner)
+        return subprocess.call([unshare, "--net", "--map-root-user", "sh", "-c", script])
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "history.jsonl").unlink(missing_ok=True)
+    profile = dict(PROFILES[args.profile])
+    if args.faults is not None:
+        profile["faults"] = args.faults
+    profile["name"] = args.profile
+    profile["seed"] = seed
+    profile["netns_private"] = in_private_netns()
+    print(f"chaos: profile {args.profile}, seed {seed}, out {out}", flush=True)
+    d = Deployment(out, profile, random.Random(seed))
+    code = 0
+    try:
+        d.start()
+        d.run_faults()
+        d.finish()
+    except BaseException as e:  # noqa: BLE001
+        d.history.add("runner_error", error=repr(e)[:2000])
+        print(f"chaos: runner error: {e!r}", file=sys.stderr, flush=True)
+        code = 2
+    finally:
+        d.close()
+    print(f"chaos: history in {out / 'history.jsonl'}", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
