@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "src/model/yaml_load.h"
 #include "src/source/config_etcd.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
@@ -30,7 +31,7 @@ absl::StatusOr<std::vector<Document>> SplitDocuments(const std::string& contents
                                                      const DecodedFile& decoded) {
   std::vector<YAML::Node> nodes;
   try {
-    nodes = YAML::LoadAll(contents);
+    nodes = LoadAllDocuments(contents);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(e.msg);
   }

@@ -191,13 +191,20 @@ void LeaseElector::Step() {
 }
 
 void LeaseElector::RevokeDropped(std::vector<int64_t> leases) {
+  std::vector<int64_t> failed;
   for (int64_t lease : leases) {
     absl::Status revoked = backend_->RevokeLease(lease);
-    // Best effort: an unrevoked lease expires on its own, only later.
     if (!revoked.ok() && !absl::IsNotFound(revoked)) {
       LogDebug("election: revoking lease %x: %s", lease, revoked.ToString());
+      failed.push_back(lease);
     }
   }
+  if (failed.empty()) return;
+  // Retried every step until the store answers: a lease dropped during an
+  // outage keeps our old key first in line (etcd extends leases when it
+  // elects a new raft leader), and until it goes nobody leads.
+  absl::MutexLock lock(&mu_);
+  to_revoke_.insert(to_revoke_.end(), failed.begin(), failed.end());
 }
 
 Leadership LeaseElector::Current() const {

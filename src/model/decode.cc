@@ -1,10 +1,12 @@
-#include <algorithm>
 #include "src/model/decode.h"
+
+#include <algorithm>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
 #include "src/model/yaml_cursor.h"
+#include "src/model/yaml_load.h"
 #include "src/snapshot/resource.h"
 
 namespace holdfast {
@@ -481,7 +483,7 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
   }
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(contents);
+    documents = LoadAllDocuments(contents);
   } catch (const YAML::Exception& e) {
     out.syntax_error = FieldError{"", e.msg, {file, e.mark.line + 1}};
     return out;

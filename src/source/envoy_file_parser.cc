@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "src/model/yaml_load.h"
 #include "src/snapshot/resource.h"
 #include "src/source/yaml_json.h"
 
@@ -84,7 +85,7 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
   ParsedFile out;
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(contents);
+    documents = LoadAllDocuments(contents);
   } catch (const YAML::Exception& e) {
     out.unreadable = true;
     out.problems.push_back({e.mark.line + 1, "", "", e.msg});

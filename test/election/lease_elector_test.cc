@@ -517,6 +517,26 @@ TEST_F(LeaseElectorTest, LeaderBackAfterItsDeadlineEndsItsTermAndRevokes) {
   EXPECT_FALSE(a.elector.Current().is_leader);
 }
 
+// The chaos suite found this: a leader steps down while the store is
+// unreachable, so revoking its lease fails; the store comes back before that
+// lease expires (etcd even extends leases when it elects a raft leader), and
+// the old key, first in line, would leave nobody leading until it expired.
+TEST_F(LeaseElectorTest, LeaseDroppedDuringAnOutageIsRevokedOnceTheStoreAnswers) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  int64_t old_lease = LeaseOf(store_, a.elector.Current());
+  a.backend.SetUnreachable(true);
+  TickRounds(6, {&a});  // t=12s: stepped down at 10s, its revoke failed
+  EXPECT_FALSE(a.elector.Current().is_leader);
+  a.backend.SetUnreachable(false);
+  ASSERT_TRUE(store_.LeaseAlive(old_lease));  // alive until 15s
+
+  TickRounds(1, {&a});  // t=14s: the revoke is retried, then a new candidacy leads
+  EXPECT_FALSE(store_.LeaseAlive(old_lease));
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  EXPECT_NE(LeaseOf(store_, a.elector.Current()), old_lease);
+}
+
 TEST_F(LeaseElectorTest, FencedDuringATickDiscardsThatTicksResult) {
   Replica a("a", &store_, &clock_);
   a.elector.Tick();

@@ -1,0 +1,44 @@
+#include "src/model/yaml_load.h"
+
+#include <sstream>
+
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
+
+namespace holdfast {
+namespace {
+
+// Discards events; only the number of documents matters.
+class IgnoreEvents : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
+  std::stringstream stream(contents);
+  YAML::Parser parser(stream);
+  IgnoreEvents events;
+  size_t documents = 0;
+  while (parser.HandleNextDocument(events)) {
+    if (++documents > contents.size() + 1) {
+      YAML::Mark mark;  // the position is not exposed; say what it is instead
+      throw YAML::ParserException(mark, "unexpected ',' outside a flow collection");
+    }
+  }
+  return YAML::LoadAll(contents);
+}
+
+}  // namespace holdfast
