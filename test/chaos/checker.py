@@ -515,9 +515,10 @@ def _doctor(events):
                    "value": json.dumps({"writer": created["value"],
                                         "term": created["create_revision"]})})
     add("fencing", ev)
-    # Two replicas claim to lead from the first store heal on, past the bound.
+    # Two replicas claim to lead from the first store heal to the end.
     h = next(h for h in by_kind(events, "fault_end") if h["fault"] in STORE_FAULTS)
-    ev = [e for e in events if not (e["kind"] == "obs" and h["t"] <= e["t"] <= h["t"] + 10)]
+    ev = [dict(e, is_leader=e["replica"] != "c", leader="a")
+          if e["kind"] == "obs" and e["t"] >= h["t"] else e for e in events]
     for r in REPLICAS:
         ev.append({"t": h["t"], "kind": "obs", "replica": r, "up": True, "ready": True,
                    "is_leader": r != "c", "leader": "a", "term": 1})
