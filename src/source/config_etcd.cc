@@ -135,8 +135,11 @@ void EtcdConfigSource::WatchLoop() {
                 docs_[event.kv.key] = Doc{event.kv.value, event.kv.mod_revision};
               }
             }
-            revision = std::max(revision, batch.revision);
-            // A progress notification moves the revision without changes.
+            // Resume after the last event seen; only a progress notification
+            // (no events) vouches for its header revision as a whole.
+            revision = std::max(revision, batch.events.empty()
+                                              ? batch.revision
+                                              : batch.events.back().kv.mod_revision);
             if (batch.events.empty()) {
               health_.revision = std::max(health_.revision, revision);
               revision_gauge_->Set(static_cast<double>(health_.revision));
