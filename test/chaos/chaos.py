@@ -686,15 +686,15 @@ class Deployment:
             pass
         with self.lock:
             self.paused.clear()
-        for n, r in self.replicas.items():
+        for n, r in getattr(self, "replicas", {}).items():
             if r.proc is not None and r.running():
                 r.resume()
                 code = r.proc.stop()
                 self.history.add("replica_stop", replica=n, code=code)
-        for ps in self.store_proxies.values():
+        for ps in getattr(self, "store_proxies", {}).values():
             for p in ps:
                 p.close()
-        for f in self.fronts.values():
+        for f in getattr(self, "fronts", {}).values():
             f.close()
         self.procs.close_all()
         self.history.close()
@@ -728,6 +728,9 @@ def main(argv=None) -> int:
         unshare = shutil.which("unshare")
         if not unshare:
             raise SystemExit("unshare not found: cannot make a private network namespace")
+        # Build the fleet client here: inside the namespace there is no
+        # network to fetch Go modules with (the inner run finds it cached).
+        build_fleet()
         inner = [sys.executable, str(Path(__file__).resolve()), "--profile", args.profile,
                  "--seed", str(seed), "--out", str(out), "--no-netns"]
         if args.faults is not None:
