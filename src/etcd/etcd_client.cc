@@ -179,6 +179,14 @@ absl::Status EtcdClient::Authenticate(Endpoint& endpoint) {
   return absl::OkStatus();
 }
 
+absl::Status EtcdClient::EnsureToken(Endpoint& endpoint) {
+  {
+    absl::MutexLock lock(&token_mu_);
+    if (options_.username.empty() || !token_.empty()) return absl::OkStatus();
+  }
+  return Authenticate(endpoint);
+}
+
 absl::Status EtcdClient::Call(
     const char* what, const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call) {
   size_t first = current_.load();
@@ -188,16 +196,9 @@ absl::Status EtcdClient::Call(
     size_t index = (first + attempt) % endpoints_.size();
     Endpoint& endpoint = endpoints_[index];
     address = endpoint.address;
-    bool need_token;
-    {
-      absl::MutexLock lock(&token_mu_);
-      need_token = !options_.username.empty() && token_.empty();
-    }
-    if (need_token) {
-      if (absl::Status auth = Authenticate(endpoint); !auth.ok()) {
-        if (absl::IsUnavailable(auth) || absl::IsDeadlineExceeded(auth)) continue;
-        return auth;
-      }
+    if (absl::Status auth = EnsureToken(endpoint); !auth.ok()) {
+      if (absl::IsUnavailable(auth) || absl::IsDeadlineExceeded(auth)) continue;
+      return auth;
     }
     for (int auth_retry = 0; auth_retry < 2; ++auth_retry) {
       grpc::ClientContext context;
@@ -364,16 +365,9 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
                                absl::Notification* stop, int64_t* compacted_revision) {
   size_t index = current_.load() % endpoints_.size();
   Endpoint& endpoint = endpoints_[index];
-  bool need_token;
-  {
-    absl::MutexLock lock(&token_mu_);
-    need_token = !options_.username.empty() && token_.empty();
-  }
-  if (need_token) {
-    if (absl::Status auth = Authenticate(endpoint); !auth.ok()) {
-      current_.store((index + 1) % endpoints_.size());
-      return auth;
-    }
+  if (absl::Status auth = EnsureToken(endpoint); !auth.ok()) {
+    current_.store((index + 1) % endpoints_.size());
+    return auth;
   }
   grpc::ClientContext context;
   Prepare(context, absl::InfiniteDuration());

@@ -150,6 +150,8 @@ class EtcdClient {
                     const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call);
   void Prepare(grpc::ClientContext& context, absl::Duration timeout);
   absl::Status Authenticate(Endpoint& endpoint);
+  // Authenticates unless there is no user or a token is already held.
+  absl::Status EnsureToken(Endpoint& endpoint);
 
   void RecordSuccess();
   void RecordFailure(const absl::Status& status);

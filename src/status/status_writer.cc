@@ -91,23 +91,33 @@ void StatusWriter::Start() {
     wake_ = true;
   });
   thread_ = std::thread([this] {
+    bool failed = false;
     while (!stop_.HasBeenNotified()) {
       {
         absl::MutexLock lock(&mu_);
         auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           return wake_ || stop_.HasBeenNotified();
         };
-        mu_.AwaitWithTimeout(absl::Condition(&ready), options_.retry_period);
+        // Statuses only change with an Update() or a leadership change, both
+        // of which wake this thread; the retry period only paces retries.
+        if (failed) {
+          mu_.AwaitWithTimeout(absl::Condition(&ready), options_.retry_period);
+        } else {
+          mu_.Await(absl::Condition(&ready));
+        }
         wake_ = false;
       }
       if (stop_.HasBeenNotified()) break;
-      (void)Sync();
+      failed = !Sync().ok();
     }
   });
 }
 
 void StatusWriter::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
+  // The thread awaits a condition on mu_, re-checked only when mu_ is
+  // released: pass through it so the thread sees the stop.
+  { absl::MutexLock lock(&mu_); }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -163,13 +173,16 @@ absl::Status StatusWriter::Sync() {
 
   struct Op {
     std::string key;
-    std::string content;  // empty: delete
+    std::string content;                    // empty: delete
+    const nlohmann::json* value = nullptr;  // into `desired`, for puts
   };
   std::vector<Op> ops;
-  for (auto& [key, json] : desired) {
+  for (const auto& [key, json] : desired) {
     std::string content = Dump(json);
     auto stored = stored_.find(key);
-    if (stored == stored_.end() || stored->second != content) ops.push_back({key, content});
+    if (stored == stored_.end() || stored->second != content) {
+      ops.push_back({key, std::move(content), &json});
+    }
   }
   for (const auto& [key, content] : stored_) {
     if (!desired.contains(key)) ops.push_back({key, ""});
@@ -186,7 +199,7 @@ absl::Status StatusWriter::Sync() {
         txn.add_success()->mutable_request_delete_range()->set_key(ops[i].key);
         continue;
       }
-      nlohmann::json value = nlohmann::json::parse(ops[i].content);
+      nlohmann::json value = *ops[i].value;
       value["writer"] = options_.replica_id;
       value["term"] = leadership.term;
       etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();

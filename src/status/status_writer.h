@@ -45,8 +45,8 @@ class StatusWriter {
 
   // The statuses to publish (the latest translation's). Thread-safe.
   void Update(const StatusMap& statuses);
-  // Runs Sync() after every Update(), every leadership change and every
-  // retry period, on a thread of its own.
+  // Runs Sync() after every Update() and every leadership change, on a
+  // thread of its own; a pass that failed is retried every retry period.
   void Start();
   void Stop();
 
