@@ -141,3 +141,10 @@ def pytest_runtest_makereport(item, call):
     if report.failed and ps is not None:
         for proc in ps.processes:
             report.sections.append((f"log {proc.name} (pid {proc.pid})", proc.log_tail()))
+
+
+@pytest.fixture
+def backends(procs, binaries, tmp_path):
+    """Two echo backends, alpha and beta."""
+    return (Backend(procs, binaries.echo_backend, "alpha", tmp_path),
+            Backend(procs, binaries.echo_backend, "beta", tmp_path))

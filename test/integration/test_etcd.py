@@ -17,7 +17,7 @@ import pytest
 from hf_gateway import object_status, route, to_yaml, upstream, virtual_service, wait_state
 from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, Replica, Store, the_leader)
 from hf_wait import assert_stays, wait_for
-from hf_world import REPO_ROOT, START_TIMEOUT, Backend, XdsClient, assert_no_nack
+from hf_world import REPO_ROOT, START_TIMEOUT, XdsClient, assert_no_nack
 
 NS = "test"
 EXAMPLES = REPO_ROOT / "examples" / "gateway"
@@ -59,12 +59,6 @@ def store3(procs, etcd_support, etcd_cluster, tmp_path):
     s = Store(procs, etcd_support.holdfast, etcd_cluster, tmp_path / "store")
     yield s
     s.close()
-
-
-@pytest.fixture
-def backends(procs, binaries, tmp_path):
-    return (Backend(procs, binaries.echo_backend, "alpha", tmp_path),
-            Backend(procs, binaries.echo_backend, "beta", tmp_path))
 
 
 def client(procs, binaries, tmp_path, kind: str, replica: Replica) -> XdsClient:

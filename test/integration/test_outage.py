@@ -27,7 +27,7 @@ from hf_gateway import upstream
 from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, LEASE_DURATION, RENEW_DEADLINE,
                         RETRY_PERIOD, Replica, Store, the_leader)
 from hf_wait import wait_for
-from hf_world import START_TIMEOUT, Backend, XdsClient, assert_no_nack
+from hf_world import START_TIMEOUT, XdsClient, assert_no_nack
 from test_etcd import NS, echo_to, upstreams
 
 # Longer than the lease: every election key bound to a lease the replicas
@@ -55,12 +55,6 @@ def store(procs, binaries, etcd, tmp_path):
     s = Store(procs, binaries.holdfast, etcd, tmp_path / "store")
     yield s
     s.close()
-
-
-@pytest.fixture
-def backends(procs, binaries, tmp_path):
-    return (Backend(procs, binaries.echo_backend, "alpha", tmp_path),
-            Backend(procs, binaries.echo_backend, "beta", tmp_path))
 
 
 @pytest.fixture(scope="module", autouse=True)
