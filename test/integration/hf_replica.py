@@ -292,23 +292,31 @@ class Store:
         return self.etcd.get_prefix(f"{self.prefix}/election/")
 
 
+def agreed_leader(views: dict):
+    """(name, term) of the one replica in `views` ({name: /debug/leader}) that
+    says is_leader, when every replica names it as leader; else None."""
+    leaders = [n for n, v in views.items() if v["is_leader"] is True]
+    if len(leaders) != 1:
+        return None
+    # The contract does not say what `term` a follower reports; only the
+    # leader's own view of its term is used.
+    name = leaders[0]
+    term = int(views[name]["term"])
+    if term <= 0 or any(v["leader"] != name for v in views.values()):
+        return None
+    return name, term
+
+
+def leader_views(replicas: Sequence[Replica]) -> dict:
+    return {r.name: r.leader() for r in replicas}
+
+
 def the_leader(replicas: Sequence[Replica], timeout: float = FAILOVER_TIMEOUT) -> tuple:
     """Waits until exactly one of `replicas` says is_leader and every one of
     them names it as leader; returns (leader, its term)."""
-    def observe():
-        return {r.name: r.leader() for r in replicas}
-
-    def agreed(views):
-        leaders = [n for n, v in views.items() if v["is_leader"] is True]
-        if len(leaders) != 1:
-            return False
-        # The contract does not say what `term` a follower reports; only
-        # the leader's own view of its term is used.
-        return (views[leaders[0]]["term"] > 0
-                and all(v["leader"] == leaders[0] for v in views.values()))
-
-    views = wait_for(observe, agreed, timeout=timeout,
+    views = wait_for(lambda: leader_views(replicas), lambda v: agreed_leader(v) is not None,
+                     timeout=timeout,
                      what=f"one leader agreed on by {[r.name for r in replicas]}", interval=0.2)
-    name = next(n for n, v in views.items() if v["is_leader"])
+    name, term = agreed_leader(views)
     leader = next(r for r in replicas if r.name == name)
-    return leader, int(views[name]["term"])
+    return leader, term
