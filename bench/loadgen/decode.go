@@ -9,6 +9,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"holdfast.bench/fleetcfg"
@@ -80,12 +81,14 @@ type decoded struct {
 	name  int32     // interned name (delta)
 	gen   int       // highest generation marker among endpoints, -1 if none
 	refs  *nameList // names this resource set needs of the next type
+	ids   []int32   // SotW endpoints and routes: interned names of the resources
 	err   error
 }
 
-// decodeCache holds decoded results keyed by type, version and count (SotW)
-// or type, name and version (delta). Both servers give the same version to
-// the same content, so every proxy that receives a version shares the work.
+// decodeCache holds decoded results keyed by type, version, count and a
+// hash of the bytes (SotW: a version names a type's state, and two proxies
+// may be sent different parts of it) or type, name and version (delta).
+// Every proxy that receives the same content shares the work.
 type decodeCache struct {
 	mu sync.Mutex
 	m  map[string]*decoded
@@ -157,6 +160,19 @@ func decodeSet(t int, values [][]byte) (gen int, refs *nameList, err error) {
 		refs = newNameList(names)
 	}
 	return
+}
+
+// resourceName reads field 1 (ClusterLoadAssignment.cluster_name,
+// RouteConfiguration.name) without decoding the rest.
+func resourceName(value []byte) string {
+	name := ""
+	_ = forEachField(value, func(n protowire.Number, v []byte) error {
+		if n == 1 {
+			name = string(v)
+		}
+		return nil
+	})
+	return name
 }
 
 // interner numbers resource names so that proxies track what they hold in

@@ -11,6 +11,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log"
 	"math/rand/v2"
 	"sort"
@@ -255,7 +256,7 @@ type typeState struct {
 	sub       *nameList // SotW: names asked for (EDS, RDS)
 	subBits   bitset    // delta: names subscribed (EDS, RDS)
 	subCount  int
-	heldBits  bitset // delta: names held
+	heldBits  bitset // delta, and SotW endpoints and routes: names held
 	heldCount int
 }
 
@@ -449,6 +450,19 @@ func subNames(l *nameList) []string {
 	return l.names
 }
 
+var hashSeed = maphash.MakeSeed()
+
+// contentHash identifies a response's resources by their bytes.
+func contentHash(values [][]byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	for _, v := range values {
+		_, _ = h.Write(v)
+		_ = h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
 func (p *proxy) onSotw(b []byte, recv time.Time) error {
 	r, err := parseSotw(b)
 	if err != nil {
@@ -458,10 +472,16 @@ func (p *proxy) onSotw(b []byte, recv time.Time) error {
 	if t < 0 {
 		return fmt.Errorf("unexpected type %q", r.typeURL)
 	}
-	d := p.f.cache.entry(fmt.Sprintf("s|%d|%s|%d", t, r.version, len(r.resources)))
+	d := p.f.cache.entry(fmt.Sprintf("s|%d|%s|%d|%x", t, r.version, len(r.resources),
+		contentHash(r.resources)))
 	d.once.Do(func() {
 		d.count = len(r.resources)
 		d.gen, d.refs, d.err = decodeSet(t, r.resources)
+		if t == tEDS || t == tRDS {
+			for _, v := range r.resources {
+				d.ids = append(d.ids, p.f.names.id(resourceName(v)))
+			}
+		}
 	})
 	if d.err != nil {
 		return fmt.Errorf("%s version %q: %w", typeNames[t], r.version, d.err)
@@ -479,11 +499,22 @@ func (p *proxy) onSotw(b []byte, recv time.Time) error {
 		}
 	}
 	ts := &p.ts[t]
-	if p.configured && d.count < ts.heldCount {
-		p.f.Withdrawn.Add(int64(ts.heldCount - d.count))
+	if t == tEDS || t == tRDS {
+		// As in Envoy and gRPC: only listener and cluster responses are the
+		// whole state; an endpoint or route response updates what it carries
+		// and leaves the rest.
+		for _, id := range d.ids {
+			if ts.heldBits.set(id) {
+				ts.heldCount++
+			}
+		}
+	} else {
+		if p.configured && d.count < ts.heldCount {
+			p.f.Withdrawn.Add(int64(ts.heldCount - d.count))
+		}
+		ts.heldCount = d.count
 	}
 	ts.version, ts.nonce, ts.acked = r.version, r.nonce, true
-	ts.heldCount = d.count
 	var names []string
 	if t == tEDS || t == tRDS {
 		names = subNames(ts.sub)

@@ -178,6 +178,7 @@ int RunServe(const ServeOptions& options) {
   ProxyRegistry proxies;
   XdsStats stats(&metrics);
   EncodedBodyCache bodies;
+  ViewCache views;
   absl::StatusOr<NodeGrouper> grouper = NodeGrouper::Parse(options.node_group, cache.default_group());
   if (!grouper.ok()) {
     LogError("%s", grouper.status().message());
@@ -249,7 +250,7 @@ int RunServe(const ServeOptions& options) {
     LogWarning("%s", loaded.message());
   }
 
-  StreamContext context{&cache, &proxies, &stats, &bodies, &*grouper, &clock,
+  StreamContext context{&cache, &proxies, &stats, &bodies, &views, &*grouper, &clock,
                         options.control_plane_id};
   XdsServerOptions xds_options;
   xds_options.listen_address = options.xds_listen;

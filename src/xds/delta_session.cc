@@ -6,12 +6,28 @@
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
+namespace {
 
 using envoy::service::discovery::v3::DeltaDiscoveryRequest;
 
+bool SameSelection(const Selection& a, const Selection& b) {
+  return a.wildcard == b.wildcard && a.names == b.names;
+}
+
+const ResourceListPtr& NoResources() {
+  static const ResourceListPtr* empty = new ResourceListPtr(std::make_shared<ResourceList>());
+  return *empty;
+}
+
+}  // namespace
+
 DeltaSession::DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-                           XdsStats* stats)
-    : fixed_type_url_(std::move(fixed_type_url)), clock_(clock), proxy_(proxy), stats_(stats) {}
+                           XdsStats* stats, ViewCache* views)
+    : fixed_type_url_(std::move(fixed_type_url)),
+      clock_(clock),
+      proxy_(proxy),
+      stats_(stats),
+      views_(views) {}
 
 absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   std::string type = request.type_url().empty() ? fixed_type_url_ : request.type_url();
@@ -20,42 +36,43 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
     return absl::InvalidArgumentError(absl::StrCat("type_url ", type, " on a stream for ",
                                                    fixed_type_url_));
   }
-  const bool first = !types_.contains(type);
-  TypeState& state = types_[type];
+  auto [it, first] = types_.try_emplace(type, &views_->names());
+  TypeState& state = it->second;
   if (first) {
     // What the client kept from an earlier stream: not re-sent if unchanged.
     for (const auto& [name, version] : request.initial_resource_versions()) {
-      state.client_has[name] = version;
+      state.overrides[name] = version;
     }
   }
 
   uint64_t nonce = 0;
   if (!request.response_nonce().empty() && absl::SimpleAtoi(request.response_nonce(), &nonce)) {
-    auto it = state.in_flight.find(nonce);
-    if (it != state.in_flight.end()) {
+    auto in_flight = state.in_flight.find(nonce);
+    if (in_flight != state.in_flight.end()) {
       if (request.has_error_detail()) {
-        proxy_->RecordNack(type, NackRecord{it->second, request.response_nonce(),
+        proxy_->RecordNack(type, NackRecord{in_flight->second, request.response_nonce(),
                                             request.error_detail().code(),
                                             request.error_detail().message(), clock_.Now()});
         stats_->Nack(type);
       } else {
-        proxy_->RecordAck(type, it->second, clock_.Now());
+        proxy_->RecordAck(type, in_flight->second, clock_.Now());
         stats_->Ack(type);
       }
       // Replies come in order: earlier nonces will not be answered anymore.
-      state.in_flight.erase(state.in_flight.begin(), std::next(it));
+      state.in_flight.erase(state.in_flight.begin(), std::next(in_flight));
     }
   }
 
   state.subscription.ApplyDelta(request.resource_names_subscribe(),
                                 request.resource_names_unsubscribe());
+  // An unsubscribed name is forgotten by the client.
   for (const std::string& name : request.resource_names_unsubscribe()) {
-    if (!state.subscription.Wants(name)) state.client_has.erase(name);
+    if (!state.subscription.Wants(name)) state.overrides[name] = std::nullopt;
   }
   // A (re)subscribed name is sent even if the client says it holds it:
   // subscribing is how a client asks for a resource again.
   for (const std::string& name : request.resource_names_subscribe()) {
-    if (!first) state.client_has.erase(name);
+    if (!first && name != "*") state.overrides[name] = std::nullopt;
   }
   state.dirty = true;
   return absl::OkStatus();
@@ -66,26 +83,71 @@ void DeltaSession::OnSnapshot(SnapshotPtr snapshot) {
   for (auto& [type, state] : types_) state.dirty = true;
 }
 
+Selection DeltaSession::SelectionOf(const TypeState& state) const {
+  return Selection{state.subscription.wildcard(), state.subscription.names_ptr()};
+}
+
+std::optional<absl::string_view> DeltaSession::Held(const std::string& type,
+                                                    const TypeState& state,
+                                                    const std::string& name) const {
+  if (auto it = state.overrides.find(name); it != state.overrides.end()) {
+    if (!it->second.has_value()) return std::nullopt;
+    return absl::string_view(*it->second);
+  }
+  if (state.base == nullptr || !state.base_selection.Selects(name)) return std::nullopt;
+  const ResourceMap& base = state.base->Resources(type);
+  auto it = base.find(name);
+  if (it == base.end()) return std::nullopt;
+  return absl::string_view(it->second->version());
+}
+
 DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeState& state) const {
-  Diff diff;
+  const Selection selection = SelectionOf(state);
+  if (state.base == nullptr || !state.overrides.empty() ||
+      !SameSelection(selection, state.base_selection)) {
+    return ComputePerStream(type, state);
+  }
+  // The common case: the client holds an earlier snapshot's view of the
+  // same subscription, and the difference is shared with every stream there.
+  if (state.base == snapshot_) return Diff{NoResources(), {}};
+  ResourceListPtr changed = views_->Changed(state.base, snapshot_, type, selection);
+  Diff diff{changed, changed->removed};
+  return diff;
+}
+
+DeltaSession::Diff DeltaSession::ComputePerStream(const std::string& type,
+                                                  const TypeState& state) const {
+  const Selection selection = SelectionOf(state);
+  auto updated = std::make_shared<ResourceList>();
+  Diff diff{updated, {}};
   const ResourceMap& available = snapshot_->Resources(type);
-  auto consider = [&](const ResourcePtr& resource) {
-    auto held = state.client_has.find(resource->name());
-    if (held == state.client_has.end() || held->second != resource->version()) {
-      diff.updated.push_back(resource);
-    }
+  auto consider = [&](const std::string& name, const ResourcePtr& resource) {
+    std::optional<absl::string_view> held = Held(type, state, name);
+    if (!held.has_value() || *held != resource->version()) updated->resources.push_back(resource);
   };
-  if (state.subscription.wildcard()) {
-    for (const auto& [name, resource] : available) consider(resource);
+  if (selection.wildcard) {
+    for (const auto& [name, resource] : available) consider(name, resource);
   } else {
-    for (const std::string& name : state.subscription.names()) {
-      auto it = available.find(name);
-      if (it != available.end()) consider(it->second);
+    for (const std::string& name : selection.names->names()) {
+      if (auto it = available.find(name); it != available.end()) consider(name, it->second);
     }
   }
-  for (const auto& [name, version] : state.client_has) {
-    if (!available.contains(name) && state.subscription.Wants(name)) diff.removed.push_back(name);
+  // Removals: names the client holds and still asks for that are gone.
+  auto gone = [&](const std::string& name) {
+    return selection.Selects(name) && !available.contains(name);
+  };
+  if (state.base != nullptr) {
+    for (const auto& [name, resource] : state.base->Resources(type)) {
+      if (state.base_selection.Selects(name) && !state.overrides.contains(name) && gone(name)) {
+        diff.removed.push_back(name);
+      }
+    }
   }
+  for (const auto& [name, version] : state.overrides) {
+    if (version.has_value() && gone(name)) diff.removed.push_back(name);
+  }
+  std::sort(diff.removed.begin(), diff.removed.end());
+  updated->digest = VersionOf(updated->resources);
   return diff;
 }
 
@@ -97,32 +159,47 @@ bool DeltaSession::AnyPending(std::initializer_list<absl::string_view> types) co
   return false;
 }
 
+void DeltaSession::Rebase(const std::string& type, TypeState& state,
+                          const std::vector<std::string>& still_held) {
+  absl::flat_hash_map<std::string, std::optional<std::string>> overrides;
+  for (const std::string& name : still_held) {
+    std::optional<absl::string_view> held = Held(type, state, name);
+    if (held.has_value()) overrides[name] = std::string(*held);
+  }
+  state.base = snapshot_;
+  state.base_selection = SelectionOf(state);
+  state.overrides = std::move(overrides);
+}
+
 std::optional<Response> DeltaSession::NextResponse() {
   if (snapshot_ == nullptr) return std::nullopt;
 
-  std::vector<std::string> order;
+  std::vector<const std::string*> order;
   for (const auto& [type, state] : types_) {
-    if (state.dirty) order.push_back(type);
+    if (state.dirty) order.push_back(&type);
   }
-  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
-    return AdsTypeRank(a) < AdsTypeRank(b);
+  std::stable_sort(order.begin(), order.end(), [](const std::string* a, const std::string* b) {
+    return AdsTypeRank(*a) < AdsTypeRank(*b);
   });
 
-  for (const std::string& type : order) {
-    TypeState& state = types_[type];
+  for (const std::string* type_ptr : order) {
+    const std::string& type = *type_ptr;
+    TypeState& state = types_.find(type)->second;
     Diff diff = Compute(type, state);
-    bool deferred = false;
+    std::vector<std::string> deferred;
     if (type == type_url::kCluster && !diff.removed.empty() &&
         AnyPending({type_url::kClusterLoadAssignment, type_url::kListener,
                     type_url::kRouteConfiguration})) {
-      diff.removed.clear();  // make before break: remove clusters last
-      deferred = true;
+      deferred = std::move(diff.removed);  // make before break: remove clusters last
+      diff.removed.clear();
     }
     // A first wildcard request is answered even when empty, so the client
     // knows its initial fetch is complete.
     const bool owes_first_answer = !state.answered && state.subscription.wildcard();
     if (diff.empty() && !owes_first_answer) {
-      state.dirty = deferred;
+      // The client already holds what it asks for (but the deferred).
+      Rebase(type, state, deferred);
+      state.dirty = !deferred.empty();
       continue;
     }
 
@@ -130,15 +207,14 @@ std::optional<Response> DeltaSession::NextResponse() {
     response.type_url = type;
     response.version = snapshot_->TypeVersion(type);
     response.nonce = absl::StrCat(++nonce_counter_);
-    for (const ResourcePtr& r : diff.updated) state.client_has[r->name()] = r->version();
-    for (const std::string& name : diff.removed) state.client_has.erase(name);
-    response.resources = std::move(diff.updated);
+    Rebase(type, state, deferred);
+    response.list = std::move(diff.updated);
     response.removed = std::move(diff.removed);
     state.in_flight[nonce_counter_] = response.version;
     // A client that never replies must not grow this without bound.
     if (state.in_flight.size() > kMaxInFlight) state.in_flight.erase(state.in_flight.begin());
     state.answered = true;
-    state.dirty = deferred;
+    state.dirty = !deferred.empty();
     proxy_->RecordSent(type, response.version);
     return response;
   }

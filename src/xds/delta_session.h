@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "src/common/clock.h"
@@ -12,6 +13,7 @@
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
 #include "src/xds/subscription.h"
+#include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 
 namespace holdfast {
@@ -26,10 +28,16 @@ namespace holdfast {
 // recorded against the response's nonce and never trigger a re-send; only a
 // newer version of a resource is sent again. On ADS, removals of clusters
 // wait until endpoints, listeners and routes are up to date.
+//
+// What the client holds is kept as "the view of snapshot S through
+// subscription N" (two pointers) plus a few exceptions, not a map of every
+// name: after each response the client holds exactly the current snapshot's
+// view of what it asks for. The next change is then the shared
+// ViewCache::Changed(S, new, N), computed once for every stream at S with N.
 class DeltaSession {
  public:
   DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-               XdsStats* stats);
+               XdsStats* stats, ViewCache* views);
 
   absl::Status OnRequest(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void OnSnapshot(SnapshotPtr snapshot);
@@ -37,27 +45,42 @@ class DeltaSession {
 
  private:
   struct TypeState {
+    explicit TypeState(NameSetPool* pool) : subscription(pool) {}
     Subscription subscription;
     bool dirty = false;
-    bool answered = false;                          // any response sent for this type
-    std::map<std::string, std::string> client_has;  // name -> version the client holds
-    std::map<uint64_t, std::string> in_flight;      // nonce -> system version
+    bool answered = false;  // any response sent for this type
+    // The client holds the view of `base` through `base_selection` (nothing
+    // while `base` is null), except for the names in `overrides`: the version
+    // held there, or nullopt for nothing.
+    SnapshotPtr base;
+    Selection base_selection;
+    absl::flat_hash_map<std::string, std::optional<std::string>> overrides;
+    std::map<uint64_t, std::string> in_flight;  // nonce -> system version
   };
   struct Diff {
-    std::vector<ResourcePtr> updated;
+    ResourceListPtr updated;
     std::vector<std::string> removed;
-    bool empty() const { return updated.empty() && removed.empty(); }
+    bool empty() const { return updated->resources.empty() && removed.empty(); }
   };
 
   static constexpr size_t kMaxInFlight = 64;
 
+  Selection SelectionOf(const TypeState& state) const;
+  // The version of `name` the client holds, if any.
+  std::optional<absl::string_view> Held(const std::string& type, const TypeState& state,
+                                        const std::string& name) const;
   Diff Compute(const std::string& type, const TypeState& state) const;
+  Diff ComputePerStream(const std::string& type, const TypeState& state) const;
   bool AnyPending(std::initializer_list<absl::string_view> types) const;
+  // Records that the client holds the current snapshot's view of what it
+  // asks for, plus the clusters in `still_held` whose removal was deferred.
+  void Rebase(const std::string& type, TypeState& state, const std::vector<std::string>& still_held);
 
   const std::string fixed_type_url_;
   const Clock& clock_;
   ProxyState* proxy_;
   XdsStats* stats_;
+  ViewCache* views_;
   SnapshotPtr snapshot_;
   std::map<std::string, TypeState> types_;
   uint64_t nonce_counter_ = 0;

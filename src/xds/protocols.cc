@@ -29,12 +29,11 @@ absl::Status Parse(const grpc::ByteBuffer& raw, Request* request) {
 template <typename Session, typename Request, auto Encode>
 class Protocol : public StreamProtocol {
  public:
-  Protocol(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats,
-           EncodedBodyCache* bodies, std::string control_plane_id)
-      : session_(std::move(fixed_type_url), clock, proxy, stats),
-        stats_(stats),
-        bodies_(bodies),
-        control_plane_id_(std::move(control_plane_id)) {}
+  Protocol(std::string fixed_type_url, ProxyState* proxy, const StreamContext& context)
+      : session_(std::move(fixed_type_url), *context.clock, proxy, context.stats, context.views),
+        stats_(context.stats),
+        bodies_(context.bodies),
+        control_plane_id_(context.control_plane_id) {}
 
   absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
     Request request;
@@ -50,7 +49,7 @@ class Protocol : public StreamProtocol {
     if (!response.has_value()) return std::nullopt;
     size_t bytes = 0;
     grpc::ByteBuffer buffer = Encode(*response, *bodies_, control_plane_id_, &bytes);
-    stats_->ResponseSent(response->type_url, response->resources.size(), bytes);
+    stats_->ResponseSent(response->type_url, response->resources().size(), bytes);
     return buffer;
   }
 
@@ -63,20 +62,16 @@ class Protocol : public StreamProtocol {
 
 }  // namespace
 
-std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, const Clock& clock,
-                                                 ProxyState* proxy, XdsStats* stats,
-                                                 EncodedBodyCache* bodies,
-                                                 std::string control_plane_id) {
+std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, ProxyState* proxy,
+                                                 const StreamContext& context) {
   return std::make_unique<Protocol<SotwSession, DiscoveryRequest, EncodeSotwResponse>>(
-      std::move(fixed_type_url), clock, proxy, stats, bodies, std::move(control_plane_id));
+      std::move(fixed_type_url), proxy, context);
 }
 
-std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, const Clock& clock,
-                                                  ProxyState* proxy, XdsStats* stats,
-                                                  EncodedBodyCache* bodies,
-                                                  std::string control_plane_id) {
+std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, ProxyState* proxy,
+                                                  const StreamContext& context) {
   return std::make_unique<Protocol<DeltaSession, DeltaDiscoveryRequest, EncodeDeltaResponse>>(
-      std::move(fixed_type_url), clock, proxy, stats, bodies, std::move(control_plane_id));
+      std::move(fixed_type_url), proxy, context);
 }
 
 }  // namespace holdfast

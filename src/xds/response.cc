@@ -14,4 +14,9 @@ bool IsFullStateType(absl::string_view type_url) {
   return type_url == type_url::kListener || type_url == type_url::kCluster;
 }
 
+bool IsIncrementalSotwType(absl::string_view type_url) {
+  return type_url == type_url::kClusterLoadAssignment ||
+         type_url == type_url::kRouteConfiguration;
+}
+
 }  // namespace holdfast

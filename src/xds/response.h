@@ -1,10 +1,11 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "src/snapshot/resource.h"
+#include "src/xds/view_cache.h"
 
 namespace holdfast {
 
@@ -13,8 +14,10 @@ struct Response {
   std::string type_url;
   std::string version;  // version_info (SotW) or system_version_info (delta)
   std::string nonce;
-  std::vector<ResourcePtr> resources;
+  ResourceListPtr list;              // the resources, often shared with other streams
   std::vector<std::string> removed;  // delta only
+
+  const std::vector<ResourcePtr>& resources() const { return list->resources; }
 };
 
 // Order in which an ADS stream sends types, so a proxy never sees a reference
@@ -22,5 +25,10 @@ struct Response {
 int AdsTypeRank(absl::string_view type_url);
 // Types whose SotW responses carry every resource (absence means deletion).
 bool IsFullStateType(absl::string_view type_url);
+// Types whose SotW responses carry only what changed since the last response
+// on the stream: a client keeps what a response leaves out
+// (xds_protocol.rst: only Listener and Cluster responses are full state).
+// Limited to the two types a fleet holds many of, endpoints and routes.
+bool IsIncrementalSotwType(absl::string_view type_url);
 
 }  // namespace holdfast

@@ -5,12 +5,23 @@
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
+namespace {
 
 using envoy::service::discovery::v3::DiscoveryRequest;
 
+bool SameSelection(const Selection& a, const Selection& b) {
+  return a.wildcard == b.wildcard && a.names == b.names;
+}
+
+}  // namespace
+
 SotwSession::SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-                         XdsStats* stats)
-    : fixed_type_url_(std::move(fixed_type_url)), clock_(clock), proxy_(proxy), stats_(stats) {}
+                         XdsStats* stats, ViewCache* views)
+    : fixed_type_url_(std::move(fixed_type_url)),
+      clock_(clock),
+      proxy_(proxy),
+      stats_(stats),
+      views_(views) {}
 
 absl::Status SotwSession::OnRequest(const DiscoveryRequest& request) {
   std::string type = request.type_url().empty() ? fixed_type_url_ : request.type_url();
@@ -19,7 +30,7 @@ absl::Status SotwSession::OnRequest(const DiscoveryRequest& request) {
     return absl::InvalidArgumentError(absl::StrCat("type_url ", type, " on a stream for ",
                                                    fixed_type_url_));
   }
-  TypeState& state = types_[type];
+  TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
   const std::string& nonce = request.response_nonce();
   if (!nonce.empty()) {
     if (nonce != state.sent_nonce) {
@@ -47,34 +58,73 @@ void SotwSession::OnSnapshot(SnapshotPtr snapshot) {
   for (auto& [type, state] : types_) state.dirty = true;
 }
 
+Selection SotwSession::SelectionOf(const TypeState& state) const {
+  return Selection{state.subscription.wildcard(), state.subscription.names_ptr()};
+}
+
 std::optional<SotwSession::Desired> SotwSession::Compute(const std::string& type,
                                                          const TypeState& state) const {
-  const ResourceMap& available = snapshot_->Resources(type);
-  Desired desired;
-  if (state.subscription.wildcard()) {
-    desired.version = snapshot_->TypeVersion(type);
-    if (desired.version == state.sent_version) return std::nullopt;
-    desired.resources.reserve(available.size() + state.subscription.names().size());
-    for (const auto& [name, resource] : available) desired.resources.push_back(resource);
-  } else {
-    for (const std::string& name : state.subscription.names()) {
-      auto it = available.find(name);
-      if (it != available.end()) desired.resources.push_back(it->second);
-    }
-    desired.version = VersionOf(desired.resources);
+  if (IsIncrementalSotwType(type)) return ComputeIncremental(type, state);
+  const Selection selection = SelectionOf(state);
+  ResourceListPtr list = views_->Selected(snapshot_, type, selection);
+  // The version is the digest of exactly what the client should hold.
+  if (list->digest == state.sent_version) {
     // Full-state types answer a changed subscription even when the resources
     // are the same: the answer tells the client that new names do not exist,
     // instead of leaving it to wait out its does-not-exist timer.
-    const bool tell_absent = IsFullStateType(type) && !state.sent_version.empty() &&
-                             state.subscription.names() != state.sent_subscription;
-    if (desired.version == state.sent_version && !tell_absent) return std::nullopt;
-    // Nothing to say about names that do not exist yet, unless the type's
-    // responses are full state or the client holds something now gone.
-    if (desired.resources.empty() && !IsFullStateType(type) && state.sent_version.empty()) {
-      return std::nullopt;
-    }
+    const bool tell_absent = IsFullStateType(type) && !selection.wildcard &&
+                             state.sent_snapshot != nullptr &&
+                             !SameSelection(selection, state.sent_selection);
+    if (!tell_absent) return std::nullopt;
   }
-  return desired;
+  // Nothing to say about names that do not exist yet, unless the type's
+  // responses are full state or the client holds something now gone.
+  if (list->resources.empty() && !selection.wildcard && !IsFullStateType(type) &&
+      state.sent_version.empty()) {
+    return std::nullopt;
+  }
+  return Desired{list->digest, std::move(list)};
+}
+
+std::optional<SotwSession::Desired> SotwSession::ComputeIncremental(const std::string& type,
+                                                                    const TypeState& state) const {
+  const Selection selection = SelectionOf(state);
+  ResourceListPtr list;
+  if (state.sent_snapshot == nullptr) {
+    list = views_->Selected(snapshot_, type, selection);  // the first answer: everything asked for
+  } else if (SameSelection(selection, state.sent_selection)) {
+    if (state.sent_snapshot == snapshot_) return std::nullopt;
+    list = views_->Changed(state.sent_snapshot, snapshot_, type, selection);
+  } else {
+    // The subscription changed: what changed since the last response, and
+    // every newly asked-for name. Per stream, but only when it re-subscribes.
+    auto own = std::make_shared<ResourceList>();
+    const ResourceMap& before = state.sent_snapshot->Resources(type);
+    auto consider = [&](const std::string& name, const ResourcePtr& resource) {
+      if (!state.sent_selection.Selects(name)) {
+        own->resources.push_back(resource);
+        return;
+      }
+      auto old = before.find(name);
+      if (old == before.end() || old->second->version() != resource->version()) {
+        own->resources.push_back(resource);
+      }
+    };
+    const ResourceMap& available = snapshot_->Resources(type);
+    if (selection.wildcard) {
+      for (const auto& [name, resource] : available) consider(name, resource);
+    } else {
+      for (const std::string& name : selection.names->names()) {
+        if (auto it = available.find(name); it != available.end()) consider(name, it->second);
+      }
+    }
+    own->digest = VersionOf(own->resources);
+    list = std::move(own);
+  }
+  // A wildcard's first answer is sent even when empty, so the client knows.
+  const bool first_wildcard = state.sent_snapshot == nullptr && selection.wildcard;
+  if (list->resources.empty() && !first_wildcard) return std::nullopt;
+  return Desired{snapshot_->TypeVersion(type), std::move(list)};
 }
 
 bool SotwSession::AnyPending(std::initializer_list<absl::string_view> types) const {
@@ -88,36 +138,52 @@ bool SotwSession::AnyPending(std::initializer_list<absl::string_view> types) con
 std::optional<Response> SotwSession::NextResponse() {
   if (snapshot_ == nullptr) return std::nullopt;  // never answer before there is config
 
-  std::vector<std::string> order;
+  std::vector<const std::string*> order;
   for (const auto& [type, state] : types_) {
-    if (state.dirty) order.push_back(type);
+    if (state.dirty) order.push_back(&type);
   }
-  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
-    return AdsTypeRank(a) < AdsTypeRank(b);
+  std::stable_sort(order.begin(), order.end(), [](const std::string* a, const std::string* b) {
+    return AdsTypeRank(*a) < AdsTypeRank(*b);
   });
 
-  for (const std::string& type : order) {
-    TypeState& state = types_[type];
+  for (const std::string* type_ptr : order) {
+    const std::string& type = *type_ptr;
+    TypeState& state = types_.find(type)->second;
     std::optional<Desired> desired = Compute(type, state);
     if (!desired.has_value()) {
       state.dirty = false;
+      if (IsIncrementalSotwType(type) && state.sent_snapshot != nullptr) {
+        // Nothing asked for differs from this snapshot: the client is up to
+        // date with it, and with the names it asks for now (a name it
+        // dropped and asks for again later is then sent again).
+        state.sent_snapshot = snapshot_;
+        state.sent_selection = SelectionOf(state);
+      }
       continue;
     }
-    if (type == type_url::kCluster &&
+    if (type == type_url::kCluster && state.sent != nullptr &&
         AnyPending({type_url::kClusterLoadAssignment, type_url::kListener,
                     type_url::kRouteConfiguration})) {
       // Make before break: keep clusters the client still has until the
       // listeners and routes that may use them have been updated.
-      ResourceMap merged = state.sent;
-      bool removes = false;
-      for (const ResourcePtr& r : desired->resources) merged[r->name()] = r;
-      removes = merged.size() > desired->resources.size();
-      if (removes) {
-        Desired kept;
-        for (const auto& [name, resource] : merged) kept.resources.push_back(resource);
-        kept.version = VersionOf(kept.resources);
-        if (kept.version == state.sent_version) continue;  // stay dirty, send the rest first
-        Response response = Emit(type, state, std::move(kept));
+      const std::vector<ResourcePtr>& held = state.sent->resources;
+      const std::vector<ResourcePtr>& wanted = desired->list->resources;
+      auto kept = std::make_shared<ResourceList>();
+      auto h = held.begin();
+      auto w = wanted.begin();
+      while (h != held.end() || w != wanted.end()) {
+        if (w == wanted.end() || (h != held.end() && (*h)->name() < (*w)->name())) {
+          kept->resources.push_back(*h++);
+        } else {
+          if (h != held.end() && (*h)->name() == (*w)->name()) ++h;
+          kept->resources.push_back(*w++);
+        }
+      }
+      if (kept->resources.size() > wanted.size()) {
+        kept->digest = VersionOf(kept->resources);
+        if (kept->digest == state.sent_version) continue;  // stay dirty, send the rest first
+        std::string version = kept->digest;
+        Response response = Emit(type, state, Desired{std::move(version), std::move(kept)});
         state.dirty = true;  // the removal is still owed
         return response;
       }
@@ -136,10 +202,10 @@ Response SotwSession::Emit(const std::string& type, TypeState& state, Desired de
   response.nonce = absl::StrCat(++nonce_counter_);
   state.sent_version = response.version;
   state.sent_nonce = response.nonce;
-  state.sent_subscription = state.subscription.names();
-  state.sent.clear();
-  for (const ResourcePtr& r : desired.resources) state.sent.emplace(r->name(), r);
-  response.resources = std::move(desired.resources);
+  state.sent_snapshot = snapshot_;
+  state.sent_selection = SelectionOf(state);
+  state.sent = desired.list;
+  response.list = std::move(desired.list);
   proxy_->RecordSent(type, response.version);
   return response;
 }

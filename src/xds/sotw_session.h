@@ -1,7 +1,6 @@
 #pragma once
 
 #include <map>
-#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
 #include "src/xds/subscription.h"
+#include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 
 namespace holdfast {
@@ -30,11 +30,20 @@ namespace holdfast {
 // it was last sent. On ADS, types go out in make-before-break order and
 // clusters that disappear are kept until listeners and routes have moved off
 // them.
+//
+// Endpoints and route configurations are sent incrementally, as the protocol
+// allows for every type but listeners and clusters: after the first answer a
+// response carries only the resources that changed or were newly asked for,
+// so a one-endpoint change costs every stream one small response instead of
+// all its endpoints. A stream keeps only pointers (the snapshot it was brought
+// up to, its interned name set, the list last sent); the lists themselves are
+// computed once per distinct answer in the shared ViewCache.
 class SotwSession {
  public:
   // `fixed_type_url` is the only type a per-type service (LDS, CDS, ...)
   // accepts; empty for ADS.
-  SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats);
+  SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats,
+              ViewCache* views);
 
   // Applies a request. An error ends the stream with that status.
   absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request);
@@ -45,22 +54,26 @@ class SotwSession {
 
  private:
   struct TypeState {
+    explicit TypeState(NameSetPool* pool) : subscription(pool) {}
     Subscription subscription;
     bool dirty = false;  // may owe a response
     std::string sent_version;
     std::string sent_nonce;
-    ResourceMap sent;  // resources of the latest response
-    // Names subscribed when the latest response was sent: for LDS and CDS a
-    // response also tells which requested names do not exist.
-    std::set<std::string, std::less<>> sent_subscription;
+    // The client was last brought up to the view of `sent_snapshot` through
+    // `sent_selection`; null before the first response.
+    SnapshotPtr sent_snapshot;
+    Selection sent_selection;
+    ResourceListPtr sent;  // resources of the latest response
   };
   struct Desired {
     std::string version;
-    std::vector<ResourcePtr> resources;
+    ResourceListPtr list;
   };
 
-  // What the client of `type` should hold now; nullopt when nothing is owed.
+  Selection SelectionOf(const TypeState& state) const;
+  // What to send the client of `type` now; nullopt when nothing is owed.
   std::optional<Desired> Compute(const std::string& type, const TypeState& state) const;
+  std::optional<Desired> ComputeIncremental(const std::string& type, const TypeState& state) const;
   bool AnyPending(std::initializer_list<absl::string_view> types) const;
   Response Emit(const std::string& type, TypeState& state, Desired desired);
 
@@ -68,6 +81,7 @@ class SotwSession {
   const Clock& clock_;
   ProxyState* proxy_;
   XdsStats* stats_;
+  ViewCache* views_;
   SnapshotPtr snapshot_;
   std::map<std::string, TypeState> types_;
   uint64_t nonce_counter_ = 0;

@@ -10,16 +10,13 @@ std::atomic<uint64_t> next_stream_id{1};
 }  // namespace
 
 XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
-                            std::unique_ptr<StreamProtocol> (*make_protocol)(
-                                std::string, const Clock&, ProxyState*, XdsStats*,
-                                EncodedBodyCache*, std::string),
-                            std::string fixed_type_url, std::string peer) {
+                            ProtocolFactory make_protocol, std::string fixed_type_url,
+                            std::string peer) {
   auto stream = std::shared_ptr<XdsStream>(new XdsStream(context, kind, std::move(peer)));
   XdsStream* raw = stream.get();
   {
     absl::MutexLock lock(&raw->mu_);
-    raw->protocol_ = make_protocol(std::move(fixed_type_url), *context.clock, raw->proxy_.get(),
-                                   context.stats, context.bodies, context.control_plane_id);
+    raw->protocol_ = make_protocol(std::move(fixed_type_url), raw->proxy_.get(), context);
   }
   raw->self_ = std::move(stream);
   context.proxies->Add(raw->proxy_, raw->id_);

@@ -13,6 +13,7 @@
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/node_group.h"
 #include "src/xds/proxy_state.h"
+#include "src/xds/view_cache.h"
 #include "src/xds/wire.h"
 #include "src/xds/xds_stats.h"
 
@@ -31,25 +32,25 @@ class StreamProtocol {
   virtual std::optional<grpc::ByteBuffer> NextWrite() = 0;
 };
 
-std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, const Clock& clock,
-                                                 ProxyState* proxy, XdsStats* stats,
-                                                 EncodedBodyCache* bodies,
-                                                 std::string control_plane_id);
-std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, const Clock& clock,
-                                                  ProxyState* proxy, XdsStats* stats,
-                                                  EncodedBodyCache* bodies,
-                                                  std::string control_plane_id);
-
 // What every stream needs from the server, shared and outliving the streams.
 struct StreamContext {
   SnapshotCache* cache;
   ProxyRegistry* proxies;
   XdsStats* stats;
   EncodedBodyCache* bodies;
+  ViewCache* views;
   const NodeGrouper* grouper;
   const Clock* clock;
   std::string control_plane_id;
 };
+
+using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
+                                                             ProxyState* proxy,
+                                                             const StreamContext& context);
+std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, ProxyState* proxy,
+                                                 const StreamContext& context);
+std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, ProxyState* proxy,
+                                                  const StreamContext& context);
 
 // A bidirectional xDS stream on the gRPC callback API.
 //
@@ -63,10 +64,8 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
  public:
   // Creates a stream that owns itself until gRPC calls OnDone.
   static XdsStream* Start(const StreamContext& context, std::string kind,
-                          std::unique_ptr<StreamProtocol> (*make_protocol)(
-                              std::string, const Clock&, ProxyState*, XdsStats*,
-                              EncodedBodyCache*, std::string),
-                          std::string fixed_type_url, std::string peer);
+                          ProtocolFactory make_protocol, std::string fixed_type_url,
+                          std::string peer);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

@@ -1,8 +1,11 @@
 #include "src/xds/subscription.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace holdfast {
+
+Subscription::Subscription(NameSetPool* pool) : pool_(pool), names_(pool->Empty()) {}
 
 void Subscription::ApplySotw(const Names& names) {
   const bool first = !seen_request_;
@@ -11,46 +14,61 @@ void Subscription::ApplySotw(const Names& names) {
     if (first) legacy_wildcard_ = wildcard_ = true;
     if (!legacy_wildcard_) {
       wildcard_ = false;  // an explicit empty list unsubscribes everything
-      names_.clear();
+      names_ = pool_->Empty();
     }
     return;
   }
   legacy_wildcard_ = false;
-  // Clients repeat the whole list in every ACK: don't rebuild an unchanged set.
-  if (!wildcard_ && static_cast<size_t>(names.size()) == names_.size() &&
-      std::all_of(names.begin(), names.end(),
-                  [this](const std::string& n) { return names_.contains(n); })) {
+  // Clients repeat the whole list in every ACK: an unchanged list (the common
+  // case) costs one lookup per name and no allocation.
+  const bool has_star = std::find(names.begin(), names.end(), "*") != names.end();
+  if (has_star == wildcard_ &&
+      static_cast<size_t>(names.size()) == names_->size() + (has_star ? 1 : 0) &&
+      std::all_of(names.begin(), names.end(), [this](const std::string& n) {
+        return n == "*" || names_->contains(n);
+      })) {
     return;
   }
-  wildcard_ = false;
-  names_.clear();
+  wildcard_ = has_star;
+  std::vector<std::string> named;
+  named.reserve(names.size());
   for (const std::string& name : names) {
-    if (name == "*") {
-      wildcard_ = true;
-    } else {
-      names_.insert(name);
-    }
+    if (name != "*") named.push_back(name);
   }
+  names_ = pool_->Intern(std::move(named));
 }
 
 void Subscription::ApplyDelta(const Names& subscribe, const Names& unsubscribe) {
   const bool first = !seen_request_;
   seen_request_ = true;
   if (first && subscribe.empty()) legacy_wildcard_ = wildcard_ = true;
+  bool names_change = false;
   for (const std::string& name : subscribe) {
     if (name == "*") {
       wildcard_ = true;
-    } else {
-      names_.insert(name);
+    } else if (!names_->contains(name)) {
+      names_change = true;
     }
   }
   for (const std::string& name : unsubscribe) {
     if (name == "*") {
       wildcard_ = legacy_wildcard_ = false;
-    } else {
-      names_.erase(name);
+    } else if (names_->contains(name)) {
+      names_change = true;
     }
   }
+  if (!names_change) return;
+  absl::flat_hash_set<absl::string_view> dropped;
+  for (const std::string& name : unsubscribe) dropped.insert(name);
+  std::vector<std::string> named;
+  named.reserve(names_->size() + subscribe.size());
+  for (const std::string& name : names_->names()) {
+    if (!dropped.contains(name)) named.push_back(name);
+  }
+  for (const std::string& name : subscribe) {
+    if (name != "*" && !dropped.contains(name)) named.push_back(name);
+  }
+  names_ = pool_->Intern(std::move(named));
 }
 
 }  // namespace holdfast

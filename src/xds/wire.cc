@@ -62,9 +62,8 @@ grpc::ByteBuffer EncodeSotwResponse(const Response& response, EncodedBodyCache& 
     AppendLengthDelimited(6, ControlPlaneBytes(control_plane_id), &header);
   }
   std::shared_ptr<const std::string> body;
-  if (!response.resources.empty()) {
-    // A SotW version_info is the digest of exactly these resources.
-    body = bodies.Get(response.version, /*delta=*/false, response.resources);
+  if (!response.resources().empty()) {
+    body = bodies.Get(response.list->digest, /*delta=*/false, response.resources());
   }
   return Assemble(std::move(header), std::move(body), size);
 }
@@ -82,8 +81,8 @@ grpc::ByteBuffer EncodeDeltaResponse(const Response& response, EncodedBodyCache&
     AppendLengthDelimited(7, ControlPlaneBytes(control_plane_id), &header);
   }
   std::shared_ptr<const std::string> body;
-  if (!response.resources.empty()) {
-    body = bodies.Get(VersionOf(response.resources), /*delta=*/true, response.resources);
+  if (!response.resources().empty()) {
+    body = bodies.Get(response.list->digest, /*delta=*/true, response.resources());
   }
   return Assemble(std::move(header), std::move(body), size);
 }

@@ -15,8 +15,8 @@ namespace holdfast {
 // still holds them.
 class EncodedBodyCache {
  public:
-  // The body for `resources`, whose identity is `key` (a digest of their
-  // names and versions); `delta` selects the delta wire form.
+  // The body for `resources`, whose identity is `key` (ResourceList::digest,
+  // a digest of their names and versions); `delta` selects the wire form.
   std::shared_ptr<const std::string> Get(const std::string& key, bool delta,
                                          const std::vector<ResourcePtr>& resources);
 

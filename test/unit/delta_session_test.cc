@@ -27,7 +27,7 @@ class DeltaSessionTest : public ::testing::Test {
   }
   static std::vector<std::string> Names(const Response& r) {
     std::vector<std::string> names;
-    for (const auto& res : r.resources) names.push_back(res->name());
+    for (const auto& res : r.resources()) names.push_back(res->name());
     return names;
   }
 
@@ -35,7 +35,8 @@ class DeltaSessionTest : public ::testing::Test {
   MetricsRegistry metrics_;
   XdsStats stats_{&metrics_};
   ProxyState proxy_{1, "ads-delta", "test", absl::UnixEpoch()};
-  DeltaSession session_{"", clock_, &proxy_, &stats_};
+  ViewCache views_;
+  DeltaSession session_{"", clock_, &proxy_, &stats_, &views_};
 };
 
 TEST_F(DeltaSessionTest, WildcardSendsOnlyChangesAndRemovals) {
@@ -102,7 +103,7 @@ TEST_F(DeltaSessionTest, EmptyWildcardIsAnsweredOnce) {
   ASSERT_TRUE(session_.OnRequest(Request(type_url::kListener)).ok());
   auto response = session_.NextResponse();
   ASSERT_TRUE(response.has_value());
-  EXPECT_TRUE(response->resources.empty());
+  EXPECT_TRUE(response->resources().empty());
   EXPECT_FALSE(session_.NextResponse().has_value());
 }
 
@@ -124,6 +125,29 @@ TEST_F(DeltaSessionTest, ClusterRemovalWaitsForListeners) {
   EXPECT_EQ(sent[2].removed, std::vector<std::string>{"c1"});
 }
 
+TEST_F(DeltaSessionTest, StreamsAtTheSameStateShareTheChange) {
+  ProxyState other_proxy{2, "ads-delta", "test", absl::UnixEpoch()};
+  DeltaSession other{"", clock_, &other_proxy, &stats_, &views_};
+  SnapshotPtr initial =
+      Build({EdsCluster("c1"), Endpoints("c1", 80), EdsCluster("c2"), Endpoints("c2", 80)});
+  for (DeltaSession* s : {&session_, &other}) {
+    s->OnSnapshot(initial);
+    ASSERT_TRUE(s->OnRequest(Request(type_url::kClusterLoadAssignment, {"c1", "c2"})).ok());
+    auto first = s->NextResponse();
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(Names(*first), (std::vector<std::string>{"c1", "c2"}));
+  }
+  SnapshotPtr changed = Build({EdsCluster("c1"), Endpoints("c1", 81), EdsCluster("c2"),
+                               Endpoints("c2", 80)});
+  session_.OnSnapshot(changed);
+  other.OnSnapshot(changed);
+  auto mine = session_.NextResponse();
+  auto theirs = other.NextResponse();
+  ASSERT_TRUE(mine.has_value() && theirs.has_value());
+  EXPECT_EQ(Names(*mine), std::vector<std::string>{"c1"});
+  EXPECT_EQ(mine->list, theirs->list) << "computed once for both";
+}
+
 TEST(SubscriptionTest, SotwWildcardRules) {
   struct Step {
     std::vector<std::string> names;
@@ -141,13 +165,13 @@ TEST(SubscriptionTest, SotwWildcardRules) {
       {"explicit empty after names unsubscribes", {{{"a"}, false, {"a"}}, {{}, false, {}}}},
   };
   for (const Case& c : cases) {
-    Subscription subscription;
+    NameSetPool pool;
+    Subscription subscription(&pool);
     for (const Step& step : c.steps) {
       google::protobuf::RepeatedPtrField<std::string> names(step.names.begin(), step.names.end());
       subscription.ApplySotw(names);
       EXPECT_EQ(subscription.wildcard(), step.wildcard) << c.label;
-      EXPECT_EQ(std::vector<std::string>(subscription.names().begin(), subscription.names().end()),
-                step.expected_names)
+      EXPECT_EQ(subscription.names().names(), step.expected_names)
           << c.label;
     }
   }

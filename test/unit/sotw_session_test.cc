@@ -26,7 +26,7 @@ class SotwSessionTest : public ::testing::Test {
   }
   std::vector<std::string> Names(const Response& r) {
     std::vector<std::string> names;
-    for (const auto& res : r.resources) names.push_back(res->name());
+    for (const auto& res : r.resources()) names.push_back(res->name());
     return names;
   }
 
@@ -34,7 +34,8 @@ class SotwSessionTest : public ::testing::Test {
   MetricsRegistry metrics_;
   XdsStats stats_{&metrics_};
   ProxyState proxy_{1, "ads-sotw", "test", absl::UnixEpoch()};
-  SotwSession session_{"", clock_, &proxy_, &stats_};
+  ViewCache views_;
+  SotwSession session_{"", clock_, &proxy_, &stats_, &views_};
 };
 
 TEST_F(SotwSessionTest, NothingBeforeASnapshot) {
@@ -69,7 +70,7 @@ TEST_F(SotwSessionTest, FullStateTypeAnsweredEvenWhenEmpty) {
   ASSERT_TRUE(session_.OnRequest(Request(type_url::kListener, {"nothing"})).ok());
   auto response = session_.NextResponse();
   ASSERT_TRUE(response.has_value());
-  EXPECT_TRUE(response->resources.empty());
+  EXPECT_TRUE(response->resources().empty());
 }
 
 TEST_F(SotwSessionTest, FullStateTypeTellsAtOnceThatANewNameDoesNotExist) {
@@ -178,12 +179,65 @@ TEST_F(SotwSessionTest, StaleClustersAreRemovedLast) {
   EXPECT_EQ(sent[2].second, (std::vector<std::string>{"c2"}));
 }
 
+TEST_F(SotwSessionTest, EndpointsGoOutIncrementallyAndSharedAcrossStreams) {
+  auto two = [](int port_1, int port_2) {
+    return Build({EdsCluster("c1"), Endpoints("c1", port_1), EdsCluster("c2"),
+                  Endpoints("c2", port_2)});
+  };
+  ProxyState other_proxy{2, "ads-sotw", "test", absl::UnixEpoch()};
+  SotwSession other{"", clock_, &other_proxy, &stats_, &views_};
+  SnapshotPtr initial = two(80, 80);
+  for (SotwSession* s : {&session_, &other}) {
+    s->OnSnapshot(initial);
+    ASSERT_TRUE(s->OnRequest(Request(type_url::kClusterLoadAssignment, {"c1", "c2"})).ok());
+  }
+  auto first = session_.NextResponse();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(Names(*first), (std::vector<std::string>{"c1", "c2"})) << "the first answer is whole";
+  auto other_first = other.NextResponse();
+  ASSERT_TRUE(other_first.has_value());
+  EXPECT_EQ(first->list, other_first->list) << "one list for equal subscriptions";
+
+  SnapshotPtr changed = two(81, 80);
+  session_.OnSnapshot(changed);
+  other.OnSnapshot(changed);
+  auto update = session_.NextResponse();
+  ASSERT_TRUE(update.has_value());
+  EXPECT_EQ(Names(*update), std::vector<std::string>{"c1"}) << "only what changed";
+  EXPECT_EQ(update->version, changed->TypeVersion(type_url::kClusterLoadAssignment));
+  auto other_update = other.NextResponse();
+  ASSERT_TRUE(other_update.has_value());
+  EXPECT_EQ(update->list, other_update->list) << "the change is computed once";
+
+  session_.OnSnapshot(Build({EdsCluster("c1", 9), Endpoints("c1", 81), EdsCluster("c2"),
+                             Endpoints("c2", 80)}));
+  EXPECT_FALSE(session_.NextResponse().has_value()) << "no endpoint changed";
+}
+
+TEST_F(SotwSessionTest, EndpointsAskedForAgainAreSentAgain) {
+  session_.OnSnapshot(
+      Build({EdsCluster("c1"), Endpoints("c1", 80), EdsCluster("c2"), Endpoints("c2", 80)}));
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kClusterLoadAssignment, {"c1", "c2"})).ok());
+  auto first = session_.NextResponse();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(
+      session_.OnRequest(Request(type_url::kClusterLoadAssignment, {"c1"}, first->nonce)).ok());
+  EXPECT_FALSE(session_.NextResponse().has_value()) << "dropping a name needs no answer";
+  ASSERT_TRUE(
+      session_.OnRequest(Request(type_url::kClusterLoadAssignment, {"c1", "c2"}, first->nonce))
+          .ok());
+  auto again = session_.NextResponse();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(Names(*again), std::vector<std::string>{"c2"}) << "only the name asked for again";
+}
+
 TEST(SotwSessionFixedTypeTest, PerTypeServiceRejectsOtherTypes) {
   SimulatedClock clock;
   MetricsRegistry metrics;
   XdsStats stats(&metrics);
   ProxyState proxy(1, "cds-sotw", "", absl::UnixEpoch());
-  SotwSession session(std::string(type_url::kCluster), clock, &proxy, &stats);
+  ViewCache views;
+  SotwSession session(std::string(type_url::kCluster), clock, &proxy, &stats, &views);
   DiscoveryRequest request;
   request.set_type_url(std::string(type_url::kListener));
   EXPECT_EQ(session.OnRequest(request).code(), absl::StatusCode::kInvalidArgument);

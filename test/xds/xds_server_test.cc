@@ -35,7 +35,8 @@ class XdsServerTest : public ::testing::Test {
     XdsServerOptions options;
     options.listen_address = "127.0.0.1:0";
     options.tls = std::move(tls);
-    context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_, &grouper_, &clock_, "test-cp"};
+    context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_, &views_, &grouper_, &clock_,
+                             "test-cp"};
     auto server = XdsServer::Start(options, context_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -112,6 +113,7 @@ class XdsServerTest : public ::testing::Test {
   ProxyRegistry proxies_;
   XdsStats stats_{&metrics_};
   EncodedBodyCache bodies_;
+  ViewCache views_;
   NodeGrouper grouper_ = *NodeGrouper::Parse("cluster", "default");
   StreamContext context_;
   std::unique_ptr<XdsServer> server_;
