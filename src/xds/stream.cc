@@ -44,6 +44,9 @@ void XdsStream::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     status = protocol_->OnRequest(read_buffer_, &node);
+    // A SotW request repeats every name the proxy asks for (tens of KB at
+    // fleet scale); an idle stream should not keep the last one.
+    read_buffer_.Clear();
     if (status.ok() && watch_ == nullptr && !node.has_value()) {
       status = absl::InvalidArgumentError("the first request on a stream must carry node");
     }
