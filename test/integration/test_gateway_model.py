@@ -21,7 +21,7 @@ import pytest
 
 from hf_gateway import (ConfigDir, object_status, route, route_table, split_location,
                         upstream, virtual_service, wait_state)
-from hf_resources import RDS
+from hf_resources import EDS, RDS
 from hf_wait import wait_for
 from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT, assert_no_nack, proxy_type_state
 
@@ -153,6 +153,52 @@ def test_route_change_moves_traffic(gateway_world, client_kind):
     assert results(admin, client, 10, since=client.mark()) == ["ok beta"] * 10
     wait_state(admin, "VirtualService", "echo", "Accepted", timeout=CONVERGE_TIMEOUT)
     assert_accepted(admin, "VirtualService", "echo")
+
+
+def eds_resources_sent(admin) -> float:
+    return admin.metrics().get(("holdfast_xds_resources_sent_total",
+                                frozenset({("type_url", EDS)})), 0.0)
+
+
+def wait_eds_acked(admin, client, other_than: str = "") -> str:
+    state = wait_for(lambda: proxy_type_state(admin, client.node_id, EDS),
+                     lambda s: s is not None and s.get("acked_version")
+                     and s["acked_version"] == s.get("last_sent_version")
+                     and s["acked_version"] != other_than,
+                     timeout=CONVERGE_TIMEOUT, what=f"{client.node_id}'s ACK of the endpoints")
+    return state["acked_version"]
+
+
+def test_endpoint_change_resends_only_that_upstream(gateway_world, client_kind):
+    """Two upstreams; alpha's host moves to beta's port. Each client is sent
+    alpha's load assignment alone (after the first, state-of-the-world
+    endpoint responses carry only what changed), so alpha's traffic moves,
+    and RPCs routed to beta keep working on the assignment that was not
+    re-sent: the client kept it, as the protocol says it must."""
+    w = gateway_world
+    write_upstreams(w)
+    write_echo(w.config,
+               route(header_match("x-backend", "beta"), name="beta-by-header", upstream="beta"),
+               route(name="default", upstream="alpha"))
+    admin = w.start_holdfast().admin
+    plain = steady(w, client_kind)
+    tagged = w.client(client_kind, interval_ms=STEADY_INTERVAL_MS,
+                      headers=[("x-backend", "beta")])
+    serving(admin, plain, "alpha", timeout=START_TIMEOUT)
+    serving(admin, tagged, "beta", timeout=START_TIMEOUT)
+    versions = {c.node_id: wait_eds_acked(admin, c) for c in (plain, tagged)}
+    before = eds_resources_sent(admin)
+
+    since_plain, since_tagged = plain.mark(), tagged.mark()
+    w.config.write("upstreams.yaml", upstream("alpha", w.beta.port),
+                   upstream("beta", w.beta.port))
+    serving(admin, plain, "beta", since=since_plain)
+    for c in (plain, tagged):
+        wait_eds_acked(admin, c, other_than=versions[c.node_id])
+    assert eds_resources_sent(admin) - before == 2, "one load assignment per client"
+    # Beta's RPCs never failed, before or after the partial update.
+    assert results(admin, tagged, 10, since=tagged.mark()) == ["ok beta"] * 10
+    assert set(tagged.lines(since_tagged)) == {"ok beta"}, tagged.lines(since_tagged)
 
 
 # Each bad edit would also move traffic to beta if holdfast applied any of it.
