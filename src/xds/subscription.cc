@@ -19,8 +19,13 @@ void Subscription::ApplySotw(const Names& names) {
     return;
   }
   legacy_wildcard_ = false;
-  // Clients repeat the whole list in every ACK: an unchanged list (the common
-  // case) costs one lookup per name and no allocation.
+  // Clients repeat the whole list in every ACK, so an unchanged list is the
+  // common case: in sorted order (as Envoy and most clients send it) it is a
+  // plain comparison, otherwise one lookup per name; no allocation either way.
+  if (!wildcard_ && std::equal(names.begin(), names.end(), names_->names().begin(),
+                               names_->names().end())) {
+    return;
+  }
   const bool has_star = std::find(names.begin(), names.end(), "*") != names.end();
   if (has_star == wildcard_ &&
       static_cast<size_t>(names.size()) == names_->size() + (has_star ? 1 : 0) &&
