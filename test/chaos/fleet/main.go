@@ -213,7 +213,16 @@ func (p *proxy) session() (complete bool, err error) {
 				gen = g
 			}
 		}
-		s.held = heldNow
+		if tu == typeEDS || tu == typeRDS {
+			// As Envoy and gRPC treat them: only listener and cluster
+			// responses are the whole state; an endpoint or route response
+			// updates what it carries and leaves the rest.
+			for n := range heldNow {
+				s.held[n] = true
+			}
+		} else {
+			s.held = heldNow
+		}
 		if tu == typeCDS || tu == typeLDS {
 			dep := typeEDS
 			if tu == typeLDS {
@@ -222,6 +231,16 @@ func (p *proxy) session() (complete bool, err error) {
 			refs = uniq(refs)
 			if strings.Join(refs, "\x00") != strings.Join(states[dep].names, "\x00") {
 				states[dep].names = refs
+				// What is no longer asked for is dropped, as Envoy does.
+				wanted := map[string]bool{}
+				for _, n := range refs {
+					wanted[n] = true
+				}
+				for n := range states[dep].held {
+					if !wanted[n] {
+						delete(states[dep].held, n)
+					}
+				}
 				if err := send(dep); err != nil {
 					return complete, err
 				}
