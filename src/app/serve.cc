@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc/support/log.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
 #include "src/election/etcd_election_backend.h"
@@ -21,6 +24,32 @@
 
 namespace holdfast {
 namespace {
+
+// gRPC logs some failures on every attempt: a TLS handshake that fails, on
+// every reconnect (every 2 s at most), for as long as it fails. holdfast
+// reports those failures itself (/debug/store, once in its own log), so a
+// gRPC error is logged as a warning when its call site has been quiet for
+// kGrpcLogQuiet, and repeats before that only as debug messages.
+constexpr absl::Duration kGrpcLogQuiet = absl::Minutes(1);
+
+void LogGrpcMessage(gpr_log_func_args* args) {
+  if (args->severity != GPR_LOG_SEVERITY_ERROR) {
+    LogDebug("grpc: %s (%s:%d)", args->message, args->file, args->line);
+    return;
+  }
+  static absl::Mutex* const mu = new absl::Mutex;
+  static auto* const last_seen = new absl::flat_hash_map<std::pair<std::string, int>, absl::Time>;
+  absl::Time now = absl::Now();
+  bool repeat;
+  {
+    absl::MutexLock lock(mu);
+    absl::Time& seen = (*last_seen)[{args->file, args->line}];
+    repeat = now - seen < kGrpcLogQuiet;
+    seen = now;
+  }
+  Logf(repeat ? LogLevel::kDebug : LogLevel::kWarning, "grpc: %s (%s:%d)", args->message,
+       args->file, args->line);
+}
 
 absl::Status WritePortsFile(const std::string& path, int xds_port, int admin_port) {
   std::string tmp = path + ".tmp";
@@ -153,6 +182,7 @@ nlohmann::json HealthToJson(const SourceHealth& health, const Clock& clock) {
           {"revision", health.revision},
           {"synced", health.synced_once},
           {"last_error", health.last_error},
+          {"access_error", health.access_error},
           {"last_contact_seconds",
            health.last_contact == absl::Time() ? -1.0
                                                 : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
@@ -171,6 +201,7 @@ int RunServe(const ServeOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  gpr_set_log_function(LogGrpcMessage);
 
   Clock& clock = Clock::Real();
   MetricsRegistry metrics;
@@ -284,6 +315,8 @@ int RunServe(const ServeOptions& options) {
                                      absl::FormatDuration(absl::Trunc(
                                          clock.Now() - health.disconnected_since, absl::Seconds(1))),
                                      ": ", health.last_error);
+              } else if (!health.access_error.empty()) {
+                store = absl::StrCat("store refuses access: ", health.access_error);
               }
             }
             LastKnownGood::State last = last_good.state();

@@ -24,23 +24,32 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what,
 
 // Failures that say the endpoint, not the request, is the problem: another
 // member may well answer.
-bool IsEndpointFailure(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return true;
-    default:
-      break;
-  }
-  const std::string& message = status.error_message();
+bool IsEndpointFailure(const absl::Status& status) {
+  if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) return true;
+  absl::string_view message = status.message();
   return absl::StrContains(message, "no leader") || absl::StrContains(message, "leader changed") ||
          absl::StrContains(message, "request timed out");
 }
 
-bool IsAuthFailure(const grpc::Status& status) {
-  return absl::StrContains(status.error_message(), "invalid auth token") ||
-         (status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
-          !absl::StrContains(status.error_message(), "authentication failed"));
+// The token was refused: a new one may be accepted.
+bool IsAuthFailure(const absl::Status& status) {
+  return absl::StrContains(status.message(), "invalid auth token") ||
+         (absl::IsUnauthenticated(status) &&
+          !absl::StrContains(status.message(), "authentication failed"));
+}
+
+// The store refuses the user, its password or its permissions.
+bool IsRefusal(const absl::Status& status) {
+  absl::string_view message = status.message();
+  return absl::IsPermissionDenied(status) || absl::IsUnauthenticated(status) ||
+         absl::StrContains(message, "authentication failed") ||
+         absl::StrContains(message, "user name is empty") ||
+         absl::StrContains(message, "invalid auth token");
+}
+
+// Who the store refuses, for the log.
+std::string Who(const std::string& username) {
+  return username.empty() ? "access without a user" : absl::StrCat("user \"", username, "\"");
 }
 
 KeyValue FromProto(const mvccpb::KeyValue& kv) {
@@ -135,9 +144,31 @@ absl::Status EtcdClient::Connect() {
   return absl::OkStatus();
 }
 
-void EtcdClient::RecordSuccess() {
-  absl::MutexLock lock(&contact_mu_);
-  last_success_ = Clock::Real().Monotonic();
+void EtcdClient::RecordSuccess(bool access_checked) {
+  std::string ended;
+  absl::Duration refused_for;
+  {
+    absl::MutexLock lock(&contact_mu_);
+    last_success_ = Clock::Real().Monotonic();
+    if (!access_checked || refused_.empty()) return;
+    ended = std::move(refused_);
+    refused_.clear();
+    refused_for = last_success_ - refused_since_;
+  }
+  LogInfo("etcd: the store accepts %s again (refused for %s)", Who(options_.username),
+          absl::FormatDuration(absl::Trunc(refused_for, absl::Milliseconds(100))));
+}
+
+void EtcdClient::RecordRefused(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&contact_mu_);
+    last_success_ = Clock::Real().Monotonic();  // it answered
+    bool started = refused_.empty();
+    refused_ = std::string(status.message());
+    if (!started) return;
+    refused_since_ = last_success_;
+  }
+  LogWarning("etcd: the store refuses %s: %s", Who(options_.username), status.message());
 }
 
 void EtcdClient::RecordFailure(const absl::Status& status) {
@@ -152,6 +183,7 @@ EtcdClient::Contact EtcdClient::contact() const {
   contact.failing = last_failure_ > last_success_;
   contact.since_success = Clock::Real().Monotonic() - last_success_;
   contact.last_error = last_error_;
+  contact.refused = refused_;
   return contact;
 }
 
@@ -188,40 +220,47 @@ absl::Status EtcdClient::EnsureToken(Endpoint& endpoint) {
 }
 
 absl::Status EtcdClient::Call(
-    const char* what, const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call) {
+    const char* what, const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call,
+    bool checks_access) {
+  auto attempt = [&](Endpoint& endpoint) {
+    grpc::ClientContext context;
+    Prepare(context, options_.call_timeout);
+    return FromGrpc(call(endpoint, context), what, endpoint.address);
+  };
   size_t first = current_.load();
-  grpc::Status status;
-  std::string address;
-  for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
-    size_t index = (first + attempt) % endpoints_.size();
+  absl::Status failure = absl::UnavailableError(absl::StrCat("etcd ", what, ": no endpoint"));
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    size_t index = (first + i) % endpoints_.size();
     Endpoint& endpoint = endpoints_[index];
-    address = endpoint.address;
-    if (absl::Status auth = EnsureToken(endpoint); !auth.ok()) {
-      if (absl::IsUnavailable(auth) || absl::IsDeadlineExceeded(auth)) continue;
-      return auth;
-    }
-    for (int auth_retry = 0; auth_retry < 2; ++auth_retry) {
-      grpc::ClientContext context;
-      Prepare(context, options_.call_timeout);
-      status = call(endpoint, context);
-      if (status.ok() || options_.username.empty() || !IsAuthFailure(status)) break;
+    absl::Status status = EnsureToken(endpoint);
+    bool authenticating = !status.ok();
+    if (status.ok()) status = attempt(endpoint);
+    if (!options_.username.empty() && IsAuthFailure(status)) {
       // Tokens expire (simple tokens after 5 minutes idle): get a new one.
-      if (absl::Status auth = Authenticate(endpoint); !auth.ok()) return auth;
+      status = Authenticate(endpoint);
+      authenticating = !status.ok();
+      if (status.ok()) status = attempt(endpoint);
     }
     if (status.ok()) {
       current_.store(index);
-      RecordSuccess();
-      return absl::OkStatus();
+      RecordSuccess(checks_access);
+      return status;
     }
     if (!IsEndpointFailure(status)) {
-      RecordSuccess();  // the store answered, if only to say no
-      break;
+      // The store answered, if only to say no.
+      if (authenticating || IsRefusal(status)) {
+        RecordRefused(status);
+      } else {
+        RecordSuccess();
+      }
+      return status;
     }
-    RecordFailure(FromGrpc(status, what, address));
+    RecordFailure(status);
+    failure = std::move(status);
     // Start the next call elsewhere even if this one fails everywhere.
     current_.store((index + 1) % endpoints_.size());
   }
-  return FromGrpc(status, what, address);
+  return failure;
 }
 
 absl::StatusOr<RangeResult> EtcdClient::Get(const std::string& key) {
@@ -317,9 +356,12 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl) {
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1)))));
   etcdserverpb::LeaseGrantResponse response;
-  absl::Status status = Call("lease grant", [&](Endpoint& e, grpc::ClientContext& c) {
-    return e.lease->LeaseGrant(&c, request, &response);
-  });
+  absl::Status status = Call(
+      "lease grant",
+      [&](Endpoint& e, grpc::ClientContext& c) {
+        return e.lease->LeaseGrant(&c, request, &response);
+      },
+      /*checks_access=*/false);
   if (!status.ok()) return status;
   if (!response.error().empty()) return absl::InternalError("etcd lease grant: " + response.error());
   return response.id();
@@ -329,17 +371,20 @@ absl::Status EtcdClient::LeaseKeepAlive(int64_t lease) {
   // One request and one answer on a short-lived stream: every renewal has
   // a deadline, and there is no long-lived stream to watch over.
   etcdserverpb::LeaseKeepAliveResponse response;
-  absl::Status status = Call("lease keepalive", [&](Endpoint& e, grpc::ClientContext& c) {
-    auto stream = e.lease->LeaseKeepAlive(&c);
-    etcdserverpb::LeaseKeepAliveRequest request;
-    request.set_id(lease);
-    if (stream->Write(request) && stream->Read(&response)) {
-      c.TryCancel();  // nothing more to read; do not wait for the server's close
-      (void)stream->Finish();
-      return grpc::Status::OK;
-    }
-    return stream->Finish();
-  });
+  absl::Status status = Call(
+      "lease keepalive",
+      [&](Endpoint& e, grpc::ClientContext& c) {
+        auto stream = e.lease->LeaseKeepAlive(&c);
+        etcdserverpb::LeaseKeepAliveRequest request;
+        request.set_id(lease);
+        if (stream->Write(request) && stream->Read(&response)) {
+          c.TryCancel();  // nothing more to read; do not wait for the server's close
+          (void)stream->Finish();
+          return grpc::Status::OK;
+        }
+        return stream->Finish();
+      },
+      /*checks_access=*/false);
   if (!status.ok()) return status;
   if (response.ttl() <= 0) {
     return absl::NotFoundError(absl::StrCat("etcd lease ", absl::Hex(lease), " has expired"));
@@ -366,6 +411,11 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
   size_t index = current_.load() % endpoints_.size();
   Endpoint& endpoint = endpoints_[index];
   if (absl::Status auth = EnsureToken(endpoint); !auth.ok()) {
+    if (IsEndpointFailure(auth)) {
+      RecordFailure(auth);
+    } else {
+      RecordRefused(auth);
+    }
     current_.store((index + 1) % endpoints_.size());
     return auth;
   }
@@ -441,6 +491,10 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
       if (response.canceled()) {
         result = absl::UnavailableError(absl::StrCat("etcd watch at ", endpoint.address,
                                                      " canceled: ", response.cancel_reason()));
+        if (absl::StrContains(response.cancel_reason(), "permission denied")) {
+          result = absl::PermissionDeniedError(result.message());
+          RecordRefused(result);
+        }
         break;
       }
       if (response.created() && response.events().empty()) continue;
@@ -480,11 +534,14 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
                                                     absl::FormatDuration(options.stall_timeout)));
   }
   if (finish.ok()) return absl::UnavailableError("etcd watch closed by the server");
-  if (IsAuthFailure(finish)) {
+  absl::Status ended = FromGrpc(finish, "watch", endpoint.address);
+  if (IsAuthFailure(ended)) {
     absl::MutexLock lock(&token_mu_);
     token_.clear();
+  } else if (IsRefusal(ended)) {
+    RecordRefused(ended);
   }
-  return FromGrpc(finish, "watch", endpoint.address);
+  return ended;
 }
 
 }  // namespace holdfast

@@ -129,6 +129,11 @@ class EtcdClient {
     bool failing = false;  // the latest outcome was an endpoint failure
     absl::Duration since_success = absl::InfiniteDuration();
     std::string last_error;
+    // Why the store refused this client's credentials or permissions
+    // (authentication failed, token or user refused, permission denied),
+    // while it does: set by any refused call, cleared by the next call that
+    // the store checks against them and that succeeds.
+    std::string refused;
   };
   Contact contact() const;
   absl::Duration call_timeout() const { return options_.call_timeout; }
@@ -146,15 +151,25 @@ class EtcdClient {
   absl::Status Connect();
   // Runs `call` on the current endpoint, then on each other one while the
   // failure says the endpoint (not the request) is the problem.
+  // `checks_access`: the store checks the user's permissions on this call,
+  // so its success shows the store accepts them (false for lease grants and
+  // renewals, which etcd allows without any permission).
   absl::Status Call(const char* what,
-                    const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call);
+                    const std::function<grpc::Status(Endpoint&, grpc::ClientContext&)>& call,
+                    bool checks_access = true);
   void Prepare(grpc::ClientContext& context, absl::Duration timeout);
   absl::Status Authenticate(Endpoint& endpoint);
   // Authenticates unless there is no user or a token is already held.
   absl::Status EnsureToken(Endpoint& endpoint);
 
-  void RecordSuccess();
+  // The store answered (if only to say no); `access_checked`: the call
+  // was checked against the user's permissions and allowed.
+  void RecordSuccess(bool access_checked = false);
+  // The endpoint failed: unreachable, too slow or without a leader.
   void RecordFailure(const absl::Status& status);
+  // The store refused the credentials or permissions; logged once per
+  // refusal that starts, as is the end of it.
+  void RecordRefused(const absl::Status& status);
 
   const EtcdClientOptions options_;
   std::vector<Endpoint> endpoints_;
@@ -162,6 +177,8 @@ class EtcdClient {
   absl::Duration last_success_ ABSL_GUARDED_BY(contact_mu_) = -absl::InfiniteDuration();
   absl::Duration last_failure_ ABSL_GUARDED_BY(contact_mu_) = -absl::InfiniteDuration();
   std::string last_error_ ABSL_GUARDED_BY(contact_mu_);
+  std::string refused_ ABSL_GUARDED_BY(contact_mu_);
+  absl::Duration refused_since_ ABSL_GUARDED_BY(contact_mu_);
   std::atomic<size_t> current_{0};
   mutable absl::Mutex token_mu_;
   std::string token_ ABSL_GUARDED_BY(token_mu_);

@@ -33,8 +33,12 @@ EtcdConfigSource::EtcdConfigSource(Options options, EtcdClient* client, const Cl
   health_.disconnected_since = clock_.Now();
   health_.last_error = "not connected yet";
   collector_ = metrics_->AddCollector([this](MetricWriter& out) {
+    SourceHealth now = health();
     out.Sample("holdfast_store_connected", "1 while the config store answers", "gauge", {},
-               health().connected ? 1 : 0);
+               now.connected ? 1 : 0);
+    out.Sample("holdfast_store_access_denied",
+               "1 while the config store refuses this replica's credentials or permissions",
+               "gauge", {}, now.access_error.empty() ? 0 : 1);
   });
 }
 
@@ -64,6 +68,7 @@ SourceHealth EtcdConfigSource::health() const {
   // status writes), so a store that went silent shows within a call timeout
   // even while the watch still waits for its stall deadline.
   EtcdClient::Contact contact = client_->contact();
+  health.access_error = contact.refused;
   if (health.connected && contact.failing && contact.since_success > client_->call_timeout()) {
     health.connected = false;
     health.last_error = contact.last_error;

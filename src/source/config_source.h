@@ -19,6 +19,9 @@ struct SourceHealth {
   // notification): how stale the config may be.
   absl::Time last_contact;
   bool synced_once = false;       // a complete listing has been applied
+  // Why the store refuses this replica's credentials or permissions, while
+  // it does (it may still be connected: an open watch goes on delivering).
+  std::string access_error;
 };
 
 // A source of gateway objects. Sources translate what they read into

@@ -70,15 +70,37 @@ TEST(EtcdClient, AuthenticatesWithUsernameAndPassword) {
   EXPECT_TRUE(client->Put("/auth/k", "v").ok());
   EXPECT_EQ(client->Get("/auth/k").value().kvs.size(), 1u);
 
+  EXPECT_EQ(client->contact().refused, "");
+
   options.password = "wrong";
   auto refused = std::move(EtcdClient::Create(options)).value();
   absl::Status status = refused->Put("/auth/k", "v").status();
   EXPECT_FALSE(status.ok());
   EXPECT_TRUE(absl::StrContains(status.message(), "authenticat")) << status;
+  // A refusal, not an unreachable store.
+  EXPECT_TRUE(absl::StrContains(refused->contact().refused, "authentication failed"))
+      << refused->contact().refused;
+  EXPECT_FALSE(refused->contact().failing);
 
   options.username.clear();
   auto anonymous = std::move(EtcdClient::Create(options)).value();
   EXPECT_FALSE(anonymous->Put("/auth/k", "v").ok());
+}
+
+TEST(EtcdClient, AUserWithNoStoreToAuthenticateWithGetsAFailureNotAnEmptyAnswer) {
+  EtcdClientOptions options;
+  options.endpoints = {absl::StrCat("127.0.0.1:", testing::FreeLoopbackPort()),
+                       absl::StrCat("127.0.0.1:", testing::FreeLoopbackPort())};
+  options.username = "root";
+  options.password = "s3cret";
+  options.call_timeout = absl::Seconds(1);
+  auto client = std::move(EtcdClient::Create(options)).value();
+  absl::StatusOr<RangeResult> listing = client->GetPrefix("/k/");
+  EXPECT_TRUE(absl::IsUnavailable(listing.status())) << listing.status();
+  absl::StatusOr<int64_t> lease = client->LeaseGrant(absl::Seconds(5));
+  EXPECT_TRUE(absl::IsUnavailable(lease.status())) << lease.status();
+  EXPECT_TRUE(client->contact().failing);
+  EXPECT_EQ(client->contact().refused, "");
 }
 
 TEST(EtcdClient, MutualTls) {

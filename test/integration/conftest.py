@@ -4,12 +4,16 @@ Every test gets its own temporary directory, a holdfast server on port 0
 (or an explicit port for restart tests) serving raw Envoy resources (`world`)
 or gateway objects (`gateway_world`), two echo backends (alpha, beta) and
 clients started on demand. All children are stopped at teardown; on failure
-the tail of each child's log is attached to the report.
+the tail of each child's log is attached to the report. The etcd fixtures
+give a member (plain or TLS) or a cluster, and `store` a fresh prefix on the
+plain member with replicas and the CLI (hf_replica).
 
 Environment: HOLDFAST_BUILD_DIR (default <repo>/build) holds holdfast,
 echo_backend and xds_cpp_client; HOLDFAST_BIN overrides the server binary
 (e.g. a sanitizer build); HOLDFAST_CACHE is where the Go client is built.
 """
+
+import subprocess
 
 import pytest
 
@@ -17,7 +21,9 @@ from hf_etcd import EtcdCluster, which_etcd
 from hf_gateway import ConfigDir
 from hf_goclient import build_go_client
 from hf_process import ProcessSet
+from hf_replica import Store
 from hf_resources import XdsDir
+from hf_tls import TestCa
 from hf_world import Backend, Binaries, Holdfast, XdsClient
 
 
@@ -108,11 +114,11 @@ def gateway_world(request, procs, binaries, tmp_path) -> World:
     return World(procs, binaries, tmp_path, request, source="config")
 
 
-def _etcd(procs, tmp_path, size: int):
+def _etcd(procs, tmp_path, size: int, **options):
     problem = which_etcd()
     if problem:
         pytest.fail(problem, pytrace=False)
-    cluster = EtcdCluster(procs, tmp_path / "etcd", size=size)
+    cluster = EtcdCluster(procs, tmp_path / "etcd", size=size, **options)
     try:
         cluster.start()
         yield cluster
@@ -131,6 +137,38 @@ def etcd(procs, tmp_path):
 def etcd_cluster(procs, tmp_path):
     """Three etcd members on loopback, all healthy."""
     yield from _etcd(procs, tmp_path, 3)
+
+
+@pytest.fixture
+def etcd_tls(procs, tmp_path):
+    """One etcd member serving clients over TLS, its certificate signed by a
+    test CA (clients trust `etcd_tls.tls.ca_file`)."""
+    certificate = TestCa(tmp_path / "etcd-ca", "holdfast-test-etcd-ca").issue("etcd")
+    yield from _etcd(procs, tmp_path, 1, tls=certificate)
+
+
+@pytest.fixture(scope="session")
+def etcd_support(binaries):
+    """Fails at once, with one clear message, when the holdfast binary has
+    no etcd backend yet."""
+    checks = [("serve", "--etcd-endpoints"), ("apply", "--etcd-endpoints"),
+              ("get", "--etcd-endpoints"), ("delete", "--etcd-endpoints")]
+    for command, flag in checks:
+        r = subprocess.run([str(binaries.holdfast), command, "--help"], capture_output=True,
+                           text=True, timeout=30)
+        if flag not in r.stdout + r.stderr:
+            pytest.fail(f"{binaries.holdfast} {command} --help does not mention {flag}: "
+                        "this holdfast has no etcd backend", pytrace=False)
+    return binaries
+
+
+@pytest.fixture
+def store(procs, etcd_support, etcd, tmp_path):
+    """A fresh prefix on a single etcd member. Replicas are stopped before
+    etcd, so they shut down (and resign) against a live store."""
+    s = Store(procs, etcd_support.holdfast, etcd, tmp_path / "store")
+    yield s
+    s.close()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,6 +12,10 @@ never join each other.
 etcdctl is run with ETCDCTL_API=3 and `-w json`, where keys and values are
 base64; the helpers here decode them, so tests see bytes (values) and str
 (keys).
+
+A cluster may serve clients over TLS (a certificate from hf_tls; peers stay
+plain) and may have authentication enabled (enable_auth): the harness's own
+etcdctl calls then trust the member's CA and log in as root.
 """
 
 import base64
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from hf_process import ManagedProcess, ProcessSet, environ_without_grpc
+from hf_tls import Certificate
 from hf_wait import wait_for
 
 ETCD = os.environ.get("HOLDFAST_ETCD", "/usr/bin/etcd")
@@ -127,11 +132,12 @@ class EtcdError(AssertionError):
 
 def etcdctl(endpoints: Sequence[str], *args: str, input: Optional[bytes] = None,
             command_timeout: str = COMMAND_TIMEOUT, check: bool = True,
-            timeout: float = 30.0) -> subprocess.CompletedProcess:
-    """Runs `etcdctl --endpoints=... ARGS`; raises EtcdError on a non-zero
-    exit when `check`. Output is bytes."""
+            timeout: float = 30.0, options: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """Runs `etcdctl --endpoints=... OPTIONS ARGS`; raises EtcdError on a
+    non-zero exit when `check`. Output is bytes. `options`: global flags
+    such as --cacert and --user (see EtcdMember.ctl_options)."""
     argv = [ETCDCTL, f"--endpoints={','.join(endpoints)}",
-            f"--command-timeout={command_timeout}", "--dial-timeout=2s", *args]
+            f"--command-timeout={command_timeout}", "--dial-timeout=2s", *options, *args]
     result = subprocess.run(argv, input=input if input is not None else b"",
                             capture_output=True, env=etcdctl_env(), timeout=timeout)
     if check and result.returncode != 0:
@@ -144,10 +150,12 @@ def etcdctl(endpoints: Sequence[str], *args: str, input: Optional[bytes] = None,
 
 class EtcdMember:
     """One etcd process. kill() and restart() keep its name, data directory
-    and ports, so a restarted member rejoins its cluster."""
+    and ports, so a restarted member rejoins its cluster. With `tls`, it
+    serves clients over TLS with that certificate (restart() may swap it)."""
 
     def __init__(self, procs: ProcessSet, name: str, data_dir: Path, client_port: int,
-                 peer_port: int, initial_cluster: str, token: str):
+                 peer_port: int, initial_cluster: str, token: str,
+                 tls: Optional[Certificate] = None):
         self._procs = procs
         self.name = name
         self.data_dir = Path(data_dir)
@@ -155,6 +163,9 @@ class EtcdMember:
         self.peer_port = peer_port
         self._initial_cluster = initial_cluster
         self._token = token
+        self.tls = tls
+        # Set by EtcdCluster.enable_auth: the harness's etcdctl logs in as root.
+        self.root_password: Optional[str] = None
         self.proc: Optional[ManagedProcess] = None
 
     @property
@@ -165,8 +176,20 @@ class EtcdMember:
     def peer_url(self) -> str:
         return f"http://127.0.0.1:{self.peer_port}"
 
+    def ctl_options(self) -> list[str]:
+        """etcdctl's global flags for this member as it runs now: trust the
+        CA of its certificate, log in as root once auth is on."""
+        options = []
+        if self.tls is not None:
+            options.append(f"--cacert={self.tls.ca_file}")
+        if self.root_password is not None:
+            options.append(f"--user=root:{self.root_password}")
+        return options
+
     def argv(self) -> list:
-        client_url = f"http://{self.endpoint}"
+        client_url = f"{'https' if self.tls else 'http'}://{self.endpoint}"
+        tls = [] if self.tls is None else ["--cert-file", self.tls.cert_file,
+                                           "--key-file", self.tls.key_file]
         return [
             ETCD,
             "--name", self.name,
@@ -182,6 +205,7 @@ class EtcdMember:
             "--heartbeat-interval", str(HEARTBEAT_MS),
             "--election-timeout", str(ELECTION_MS),
             "--logger", "zap", "--log-outputs", "stderr",
+            *tls,
         ]
 
     def start(self) -> None:
@@ -195,11 +219,15 @@ class EtcdMember:
         """Sends `sig` and waits for the process to exit."""
         self.proc.kill(sig)
 
-    def restart(self) -> None:
+    def restart(self, tls: Optional[Certificate] = None) -> None:
         """Starts the member again on the same data directory and ports (a
-        new log file, `NAME.2.log`)."""
+        new log file, `NAME.2.log`); with `tls`, serving that certificate
+        from now on."""
         if self.running():
             self.kill()
+        if tls is not None:
+            assert self.tls is not None, f"{self.name} serves plain TCP, not TLS"
+            self.tls = tls
         self.start()
 
     def stop(self) -> None:
@@ -211,7 +239,8 @@ class EtcdMember:
         quorum read."""
         if not self.running():
             return False
-        r = etcdctl([self.endpoint], "endpoint", "health", command_timeout="2s", check=False)
+        r = etcdctl([self.endpoint], "endpoint", "health", command_timeout="2s", check=False,
+                    options=self.ctl_options())
         return r.returncode == 0
 
     def log_tail(self, max_lines: int = 40) -> str:
@@ -220,10 +249,14 @@ class EtcdMember:
 
 class EtcdCluster:
     """`size` members (1 or 3 in practice) on loopback. Key/value helpers go
-    through etcdctl against every live member's endpoint."""
+    through etcdctl against every live member's endpoint. With `tls`, every
+    member serves clients over TLS with that certificate; clients trust
+    `tls.ca_file` (holdfast's --etcd-ca-file)."""
 
-    def __init__(self, procs: ProcessSet, work: Path, size: int = 1, name: str = "etcd"):
+    def __init__(self, procs: ProcessSet, work: Path, size: int = 1, name: str = "etcd",
+                 tls: Optional[Certificate] = None):
         assert size >= 1
+        self.tls = tls
         self._procs = procs
         self.work = Path(work)
         self.work.mkdir(parents=True, exist_ok=True)
@@ -234,7 +267,7 @@ class EtcdCluster:
                            for i, n in enumerate(names))
         self.members = [
             EtcdMember(procs, n, self.work / f"{n}.data", ports[2 * i], ports[2 * i + 1],
-                       initial, self.token)
+                       initial, self.token, tls=tls)
             for i, n in enumerate(names)]
         self._proxies: list["FaultProxy"] = []
 
@@ -270,8 +303,7 @@ class EtcdCluster:
         proposal made with no leader is dropped and times out); this is the
         wait for that."""
         def attempt():
-            r = etcdctl(self.live_endpoints(), "put", "/hf-test/write-probe", "x",
-                        command_timeout="2s", check=False)
+            r = self.ctl("put", "/hf-test/write-probe", "x", command_timeout="2s", check=False)
             return r.returncode, r.stderr.decode(errors="replace")[-300:]
 
         wait_for(attempt, lambda r: r[0] == 0, timeout=timeout,
@@ -306,8 +338,7 @@ class EtcdCluster:
         """The member etcd's Raft currently has as leader (all live members
         must agree)."""
         def observe():
-            r = etcdctl(self.live_endpoints(), "endpoint", "status", "-w", "json",
-                        command_timeout="2s", check=False)
+            r = self.ctl("endpoint", "status", "-w", "json", command_timeout="2s", check=False)
             if r.returncode != 0:
                 return None
             statuses = json.loads(r.stdout)
@@ -332,7 +363,10 @@ class EtcdCluster:
     # -- key/value --
 
     def ctl(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
-        return etcdctl(self.live_endpoints(), *args, **kwargs)
+        """etcdctl against every live member, as the first of them asks
+        (its CA; root once auth is on)."""
+        first = next(m for m in self.members if m.running())
+        return etcdctl(self.live_endpoints(), *args, options=first.ctl_options(), **kwargs)
 
     def _json(self, *args: str, **kwargs) -> dict:
         out = self.ctl(*args, "-w", "json", **kwargs).stdout
@@ -388,6 +422,35 @@ class EtcdCluster:
         rev = revision if revision is not None else self.revision()
         self.ctl("compact", str(rev), *(["--physical"] if physical else []))
         return rev
+
+    # -- users ----------------------------------------------------------------
+
+    def enable_auth(self, root_password: str) -> None:
+        """Creates root (with the root role) and turns authentication on;
+        from then on the harness's etcdctl calls log in as root."""
+        self.ctl("user", "add", "root", "--interactive=false", input=root_password.encode())
+        self.ctl("role", "add", "root")
+        self.ctl("user", "grant-role", "root", "root")
+        self.ctl("auth", "enable")
+        for m in self.members:
+            m.root_password = root_password
+
+    def add_user(self, name: str, password: str, prefix: str) -> None:
+        """A user with a role of the same name that may read and write
+        every key under `prefix`."""
+        self.ctl("user", "add", name, "--interactive=false", input=password.encode())
+        self.ctl("role", "add", name)
+        self.grant_prefix(name, prefix)
+        self.ctl("user", "grant-role", name, name)
+
+    def set_password(self, name: str, password: str) -> None:
+        self.ctl("user", "passwd", name, "--interactive=false", input=password.encode())
+
+    def grant_prefix(self, role: str, prefix: str) -> None:
+        self.ctl("role", "grant-permission", role, "readwrite", prefix, "--prefix=true")
+
+    def revoke_prefix(self, role: str, prefix: str) -> None:
+        self.ctl("role", "revoke-permission", role, prefix, "--prefix=true")
 
 
 # --- fault injection ---------------------------------------------------------

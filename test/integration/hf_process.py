@@ -94,6 +94,19 @@ class ManagedProcess:
         self.stop()
         self._log.close()
 
+    def log_size(self) -> int:
+        """Bytes in the log so far: a mark for log_lines_since()."""
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_lines_since(self, mark: int) -> list[str]:
+        """Lines written to the log after `mark` (a log_size())."""
+        with open(self.log_path, "rb") as f:
+            f.seek(mark)
+            return f.read().decode(errors="replace").splitlines()
+
     def log_tail(self, max_lines: int = 80) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

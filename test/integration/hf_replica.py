@@ -1,6 +1,7 @@
 """holdfast on etcd (docs/etcd.md): replicas of `holdfast serve
---etcd-endpoints`, the `holdfast apply/get/delete` commands, and the store's
-status keys as etcdctl sees them.
+--etcd-endpoints`, the `holdfast apply/get/delete` commands, the store's
+status keys as etcdctl sees them, and the checks the etcd test modules share
+(objects, statuses, clients of a replica, readiness).
 
 Replicas run with short election timings (lease 4 s, renew deadline 3 s,
 retry period 1 s) so a failover takes seconds; tests still only wait for
@@ -11,16 +12,19 @@ import json
 import re
 import signal
 import subprocess
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from hf_admin import Admin
 from hf_etcd import EtcdCluster, KeyValue
-from hf_gateway import to_yaml
+from hf_gateway import route, to_yaml, upstream, virtual_service
 from hf_process import ManagedProcess, ProcessSet, environ_without_grpc, wait_for_file
+from hf_snapshot_file import check_snapshot_file
 from hf_wait import wait_for
-from hf_world import START_TIMEOUT
+from hf_world import START_TIMEOUT, XdsClient, assert_no_nack
 
 LEASE_DURATION = 4.0
 RENEW_DEADLINE = 3.0
@@ -30,10 +34,48 @@ RETRY_PERIOD = 1.0
 FAILOVER_TIMEOUT = LEASE_DURATION + RETRY_PERIOD + 25.0
 # Config or status changes reaching every replica.
 CONVERGE_TIMEOUT = 30.0
+# --store-grace for tests that restart a replica while the store is out of
+# reach: short, the tests wait for it.
+GRACE = 2.0
+GRACE_FLAGS = ["--store-grace", f"{GRACE:g}s"]
+
+NS = "test"
+# Upstreams no client calls: any port will do.
+UNUSED_PORT_A = 18081
+UNUSED_PORT_B = 18082
+MAX_REASONS = 20
+
+READY_PERSISTED = re.compile(r"^ready: serving persisted snapshot (\S+) from ")
+READY_LIVE = re.compile(r"^ready: serving snapshot (\S+) from ")
 
 
 def _secs(seconds: float) -> str:
     return f"{seconds:g}s"
+
+
+@dataclass(frozen=True)
+class EtcdLogin:
+    """How holdfast (replicas and the CLI) gets into etcd besides the
+    endpoints: the CA that signed etcd's certificate (--etcd-ca-file) and a
+    user (--etcd-username; the password in $HOLDFAST_ETCD_PASSWORD)."""
+    ca_file: Optional[Path] = None
+    username: Optional[str] = None
+    password: Optional[str] = None
+
+    def flags(self) -> list:
+        out = []
+        if self.ca_file is not None:
+            out += ["--etcd-ca-file", self.ca_file]
+        if self.username is not None:
+            out += ["--etcd-username", self.username]
+        return out
+
+    def env(self) -> dict:
+        env = environ_without_grpc()
+        env.pop("HOLDFAST_ETCD_PASSWORD", None)
+        if self.password is not None:
+            env["HOLDFAST_ETCD_PASSWORD"] = self.password
+        return env
 
 
 class Replica:
@@ -42,12 +84,14 @@ class Replica:
     replaces the extra arguments when given, e.g. ["--store-grace", "2s"])."""
 
     def __init__(self, procs: ProcessSet, binary: Path, name: str, endpoints: str,
-                 prefix: str, work: Path, *, extra: Sequence[str] = ()):
+                 prefix: str, work: Path, *, extra: Sequence[str] = (),
+                 login: EtcdLogin = EtcdLogin()):
         self._procs = procs
         self._binary = binary
         self.name = name
         self.endpoints = endpoints
         self.prefix = prefix
+        self.login = login
         self._extra = list(extra)
         self._ports_file = Path(work) / f"replica-{name}-ports.json"
         # Its own last-known-good snapshot (--state-dir): never the default
@@ -70,6 +114,7 @@ class Replica:
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
             "--state-dir", self.state_dir,
+            *self.login.flags(),
             *self._extra,
         ]
 
@@ -84,7 +129,7 @@ class Replica:
             self._extra = list(extra)
         self._ports_file.unlink(missing_ok=True)
         self.proc = self._procs.start(f"holdfast-{self.name}", self.argv(),
-                                      env=environ_without_grpc())
+                                      env=self.login.env())
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])
         self.admin = Admin(int(ports["admin"]))
@@ -137,6 +182,13 @@ class Replica:
     def metric(self, name: str, **labels) -> float:
         return self.admin.metric(name, **labels)
 
+    def log_size(self) -> int:
+        """A mark in this process's log, for log_lines_since()."""
+        return self.proc.log_size()
+
+    def log_lines_since(self, mark: int) -> list[str]:
+        return self.proc.log_lines_since(mark)
+
     def __repr__(self) -> str:
         return f"Replica({self.name})"
 
@@ -144,16 +196,19 @@ class Replica:
 class HoldfastCli:
     """`holdfast apply/get/delete` against one etcd prefix."""
 
-    def __init__(self, binary: Path, endpoints: str, prefix: str):
+    def __init__(self, binary: Path, endpoints: str, prefix: str,
+                 login: EtcdLogin = EtcdLogin()):
         self.binary = binary
         self.endpoints = endpoints
         self.prefix = prefix
+        self.login = login
 
     def run(self, command: str, *args, timeout: float = 60.0) -> subprocess.CompletedProcess:
         argv = [str(self.binary), command, "--etcd-endpoints", self.endpoints,
-                "--etcd-prefix", self.prefix, *[str(a) for a in args]]
+                "--etcd-prefix", self.prefix, *[str(a) for a in self.login.flags()],
+                *[str(a) for a in args]]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                           env=environ_without_grpc(), stdin=subprocess.DEVNULL)
+                           env=self.login.env(), stdin=subprocess.DEVNULL)
         r.argv = argv
         return r
 
@@ -211,7 +266,9 @@ def _applied_count(stdout: str) -> Optional[int]:
 
 
 class Store:
-    """One test's etcd prefix: replicas, the CLI and the keys under it."""
+    """One test's etcd prefix: replicas, the CLI and the keys under it.
+    Replicas and the CLI trust the CA of a TLS etcd, and log in as the user
+    given to log_in(), if any."""
 
     def __init__(self, procs: ProcessSet, binary: Path, etcd: EtcdCluster, work: Path):
         self.procs = procs
@@ -219,7 +276,8 @@ class Store:
         self.etcd = etcd
         self.work = Path(work)
         self.prefix = f"/hf-{uuid.uuid4().hex[:12]}"
-        self.cli = HoldfastCli(binary, etcd.endpoints_flag, self.prefix)
+        self.login = EtcdLogin(ca_file=etcd.tls.ca_file if etcd.tls else None)
+        self.cli = HoldfastCli(binary, etcd.endpoints_flag, self.prefix, self.login)
         self.objects_dir = self.work / "objects"
         self.objects_dir.mkdir(parents=True, exist_ok=True)
         self.replicas: list[Replica] = []
@@ -229,9 +287,14 @@ class Store:
         """Starts a replica (every etcd member as endpoints unless given) and
         waits for its ports file; not for readiness."""
         r = Replica(self.procs, self.binary, name, endpoints or self.etcd.endpoints_flag,
-                    self.prefix, self.work, extra=extra)
+                    self.prefix, self.work, extra=extra, login=self.login)
         self.replicas.append(r)
         return r.start()
+
+    def log_in(self, username: str, password: str) -> None:
+        """Replicas started from now on, and the CLI, log in as `username`."""
+        self.login = EtcdLogin(ca_file=self.login.ca_file, username=username, password=password)
+        self.cli.login = self.login
 
     def close(self) -> None:
         """Stops every replica (SIGTERM: they resign) while etcd still runs."""
@@ -320,3 +383,170 @@ def the_leader(replicas: Sequence[Replica], timeout: float = FAILOVER_TIMEOUT) -
     name, term = agreed_leader(views)
     leader = next(r for r in replicas if r.name == name)
     return leader, term
+
+
+# --- objects and statuses ------------------------------------------------------
+
+def echo_to(backend: str, name: str = "echo", domains=("echo.test",)) -> dict:
+    return virtual_service(name, [route(name="default", upstream=backend)], domains=domains)
+
+
+def upstreams(alpha_port: int = UNUSED_PORT_A, beta_port: int = UNUSED_PORT_B) -> list:
+    return [upstream("alpha", alpha_port), upstream("beta", beta_port)]
+
+
+def key_of(kind: str, name: str, ns: str = NS) -> tuple:
+    return (kind, ns, name)
+
+
+def assert_status_value(key: tuple, value: dict) -> None:
+    """The fields docs/etcd.md gives a status value."""
+    kind, ns, name = key
+    assert "<not json>" not in value, (key, value)
+    assert (value.get("kind"), value.get("namespace"), value.get("name")) == key, (key, value)
+    for field in ("state", "servingLastGood", "reasons", "writer", "term"):
+        assert field in value, f"status of {key} lacks {field!r}: {value!r}"
+    assert isinstance(value["reasons"], list), value
+    # docs/etcd.md: "reasons is limited to 20 entries and each message to 1 KiB".
+    assert len(value["reasons"]) <= MAX_REASONS, (
+        f"status of {key} has {len(value['reasons'])} reasons, more than {MAX_REASONS}; "
+        f"the last: {value['reasons'][-1]!r}")
+    for r in value["reasons"]:
+        assert len(r.get("message", "").encode()) <= 1024, (
+            f"status of {key}: a reason's message has {len(r['message'].encode())} bytes")
+
+
+def written_by(statuses: dict, writer: str, term: int) -> bool:
+    return all(v.get("writer") == writer and v.get("term") == term for v in statuses.values())
+
+
+def wait_status_by_current_leader(s: Store, replicas: Sequence[Replica], key: tuple,
+                                  state: str) -> None:
+    """Waits until `key`'s stored status has `state` and was written by the
+    leader every replica agrees on, under its term, when it is read."""
+    def observe():
+        return s.statuses().get(key, {}), agreed_leader(leader_views(replicas))
+
+    wait_for(observe,
+             lambda seen: seen[1] is not None
+             and (seen[0].get("state"), seen[0].get("writer"), seen[0].get("term"))
+             == (state, *seen[1]),
+             timeout=CONVERGE_TIMEOUT,
+             what=f"{key}'s {state} status written by the current leader under its term")
+
+
+def wait_store_statuses(store: Store, expected: dict, *, what: str,
+                        timeout: float = CONVERGE_TIMEOUT, extra=None) -> dict:
+    """Waits until the status keys are exactly `expected` ({key: state}) and
+    `extra(statuses)` holds; returns the statuses."""
+    def ok(statuses):
+        if {k: v.get("state") for k, v in statuses.items()} != expected:
+            return False
+        return extra is None or extra(statuses)
+
+    statuses = wait_for(store.statuses, ok, timeout=timeout, what=what, interval=0.2)
+    for k, v in statuses.items():
+        assert_status_value(k, v)
+    return statuses
+
+
+# --- clients and readiness -------------------------------------------------------
+
+def new_client(procs, binaries, tmp_path, replica: Replica, kind: str = "cpp") -> XdsClient:
+    return XdsClient(procs, binaries, kind, replica.xds_port, tmp_path, interval_ms=100)
+
+
+def serving(replica: Replica, c: XdsClient, backend: str, *, since: int = 0,
+            timeout: float = CONVERGE_TIMEOUT,
+            guard: Optional[Callable[[], None]] = None) -> None:
+    """`c` (a client of `replica`) reaches `backend` 5 times in a row, with
+    no NACK; `guard` runs on every poll."""
+    def check():
+        if guard is not None:
+            guard()
+        assert_no_nack(replica.admin, c.node_id)
+    c.wait_serving(backend, since=since, timeout=timeout, guard=check)
+
+
+def readyz(replica: Replica) -> tuple:
+    replica.assert_running()
+    status, body = replica.admin.get("/readyz")
+    return status, body.strip()
+
+
+def assert_ready(replica: Replica) -> str:
+    status, body = readyz(replica)
+    assert status == 200, f"{replica.name} /readyz: {status} {body!r}"
+    return body
+
+
+def store_doc(replica: Replica) -> dict:
+    """/debug/store with the last-known-good fields checked too."""
+    doc = replica.store()
+    for field in ("synced", "serving", "persisted_version", "restore_error", "persist_error"):
+        assert field in doc, f"{replica.name} /debug/store lacks {field!r}: {doc!r}"
+    assert doc["serving"] in ("live", "persisted", "nothing"), doc
+    return doc
+
+
+def all_running(replicas: Sequence[Replica]) -> Callable[[], None]:
+    def guard():
+        for r in replicas:
+            r.assert_running()
+    return guard
+
+
+def all_ready(replicas: Sequence[Replica]) -> Callable[[], None]:
+    """Guard: every replica runs and /readyz answers 200."""
+    def guard():
+        for r in replicas:
+            assert_ready(r)
+    return guard
+
+
+def hold(duration_from: float, duration: float, guard: Callable[[], None]) -> None:
+    """Keeps a fault open until `duration` seconds after `duration_from`
+    (time.monotonic()), running `guard` every 0.2 s."""
+    while time.monotonic() - duration_from < duration:
+        guard()
+        time.sleep(0.2)
+    guard()
+
+
+def live_version(replica: Replica) -> str:
+    body = assert_ready(replica)
+    m = READY_LIVE.match(body)
+    assert m, f"{replica.name} /readyz does not say it serves a live snapshot: {body!r}"
+    return m.group(1)
+
+
+def wait_snapshot_written(replica: Replica, timeout: float = CONVERGE_TIMEOUT) -> bytes:
+    """Waits until the replica's snapshot file exists and has stopped
+    changing for a second (the writer is done: nothing new to write)."""
+    path = replica.snapshot_file
+
+    def observe():
+        replica.assert_running()
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, time.monotonic())
+
+    first = wait_for(observe, lambda s: s is not None, timeout=timeout,
+                     what=f"{path} to be written")
+    stable = {"since": first}
+
+    def settled(s):
+        if s is None or s[:2] != stable["since"][:2]:
+            stable["since"] = s
+            return False
+        return s[2] - stable["since"][2] >= 1.0
+
+    wait_for(observe, settled, timeout=timeout, what=f"{path} to stop changing",
+             interval=0.1)
+    data = path.read_bytes()
+    check_snapshot_file(data)
+    doc = store_doc(replica)
+    assert doc["persist_error"] in ("", None), doc
+    return data

@@ -10,49 +10,21 @@ the raw value).
 """
 
 import re
-import subprocess
 
 import pytest
 
-from hf_gateway import object_status, route, to_yaml, upstream, virtual_service, wait_state
-from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, Replica, Store, agreed_leader,
-                        leader_views, the_leader)
+from hf_gateway import object_status, route, to_yaml, virtual_service, wait_state
+from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, NS, Store, assert_status_value,
+                        echo_to, key_of, new_client, serving, the_leader, upstreams,
+                        wait_status_by_current_leader, wait_store_statuses, written_by)
 from hf_wait import assert_stays, wait_for
-from hf_world import REPO_ROOT, START_TIMEOUT, XdsClient, assert_no_nack
+from hf_world import REPO_ROOT, START_TIMEOUT, assert_no_nack
 
-NS = "test"
 EXAMPLES = REPO_ROOT / "examples" / "gateway"
-# Upstreams no client calls: any port will do.
-UNUSED_PORT_A = 18081
-UNUSED_PORT_B = 18082
-MAX_REASONS = 20
 
 
 # --- fixtures ----------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def etcd_support(binaries):
-    """Fails at once, with one clear message, when the holdfast binary has
-    no etcd backend yet."""
-    checks = [("serve", "--etcd-endpoints"), ("apply", "--etcd-endpoints"),
-              ("get", "--etcd-endpoints"), ("delete", "--etcd-endpoints")]
-    for command, flag in checks:
-        r = subprocess.run([str(binaries.holdfast), command, "--help"], capture_output=True,
-                           text=True, timeout=30)
-        if flag not in r.stdout + r.stderr:
-            pytest.fail(f"{binaries.holdfast} {command} --help does not mention {flag}: "
-                        "this holdfast has no etcd backend", pytrace=False)
-    return binaries
-
-
-@pytest.fixture
-def store(procs, etcd_support, etcd, tmp_path):
-    """A fresh prefix on a single etcd member. Replicas are stopped before
-    etcd, so they shut down (and resign) against a live store."""
-    s = Store(procs, etcd_support.holdfast, etcd, tmp_path / "store")
-    yield s
-    s.close()
-
+# (store, on one member, and etcd_support are in conftest.py)
 
 @pytest.fixture
 def store3(procs, etcd_support, etcd_cluster, tmp_path):
@@ -60,64 +32,6 @@ def store3(procs, etcd_support, etcd_cluster, tmp_path):
     s = Store(procs, etcd_support.holdfast, etcd_cluster, tmp_path / "store")
     yield s
     s.close()
-
-
-def client(procs, binaries, tmp_path, kind: str, replica: Replica) -> XdsClient:
-    return XdsClient(procs, binaries, kind, replica.xds_port, tmp_path, interval_ms=100)
-
-
-def serving(replica: Replica, c: XdsClient, backend: str, since: int = 0,
-            timeout: float = CONVERGE_TIMEOUT) -> None:
-    c.wait_serving(backend, since=since, timeout=timeout,
-                   guard=lambda: assert_no_nack(replica.admin, c.node_id))
-
-
-def echo_to(backend: str, name: str = "echo", domains=("echo.test",)) -> dict:
-    return virtual_service(name, [route(name="default", upstream=backend)], domains=domains)
-
-
-def upstreams(alpha_port: int = UNUSED_PORT_A, beta_port: int = UNUSED_PORT_B) -> list:
-    return [upstream("alpha", alpha_port), upstream("beta", beta_port)]
-
-
-def key_of(kind: str, name: str, ns: str = NS) -> tuple:
-    return (kind, ns, name)
-
-
-def assert_status_value(key: tuple, value: dict) -> None:
-    """The fields docs/etcd.md gives a status value."""
-    kind, ns, name = key
-    assert "<not json>" not in value, (key, value)
-    assert (value.get("kind"), value.get("namespace"), value.get("name")) == key, (key, value)
-    for field in ("state", "servingLastGood", "reasons", "writer", "term"):
-        assert field in value, f"status of {key} lacks {field!r}: {value!r}"
-    assert isinstance(value["reasons"], list), value
-    # docs/etcd.md: "reasons is limited to 20 entries and each message to 1 KiB".
-    assert len(value["reasons"]) <= MAX_REASONS, (
-        f"status of {key} has {len(value['reasons'])} reasons, more than {MAX_REASONS}; "
-        f"the last: {value['reasons'][-1]!r}")
-    for r in value["reasons"]:
-        assert len(r.get("message", "").encode()) <= 1024, (
-            f"status of {key}: a reason's message has {len(r['message'].encode())} bytes")
-
-
-def written_by(statuses: dict, writer: str, term: int) -> bool:
-    return all(v.get("writer") == writer and v.get("term") == term for v in statuses.values())
-
-
-def wait_store_statuses(store: Store, expected: dict, *, what: str,
-                        timeout: float = CONVERGE_TIMEOUT, extra=None) -> dict:
-    """Waits until the status keys are exactly `expected` ({key: state}) and
-    `extra(statuses)` holds; returns the statuses."""
-    def ok(statuses):
-        if {k: v.get("state") for k, v in statuses.items()} != expected:
-            return False
-        return extra is None or extra(statuses)
-
-    statuses = wait_for(store.statuses, ok, timeout=timeout, what=what, interval=0.2)
-    for k, v in statuses.items():
-        assert_status_value(k, v)
-    return statuses
 
 
 def example_object_count() -> int:
@@ -154,8 +68,8 @@ def test_config_reaches_clients_through_every_replica(store, backends, procs, bi
     b = s.replica("b")
     a.wait_ready()
     b.wait_ready()
-    on_b = client(procs, binaries, tmp_path, "cpp", b)
-    on_a = client(procs, binaries, tmp_path, "node" if binaries.node else "cpp", a)
+    on_b = new_client(procs, binaries, tmp_path, b)
+    on_a = new_client(procs, binaries, tmp_path, a, kind="node" if binaries.node else "cpp")
     serving(b, on_b, "alpha", timeout=START_TIMEOUT + CONVERGE_TIMEOUT)
     serving(a, on_a, "alpha", timeout=START_TIMEOUT + CONVERGE_TIMEOUT)
     for rep in (a, b):
@@ -365,7 +279,7 @@ def test_replica_converges_after_compaction_while_cut_off(store, backends, procs
     s.apply("extra.yaml", echo_to("beta", name="extra", domains=["extra.test"]))
     rep = s.replica("solo", endpoints=proxy.endpoint)
     rep.wait_ready()
-    c = client(procs, binaries, tmp_path, "cpp", rep)
+    c = new_client(procs, binaries, tmp_path, rep)
     serving(rep, c, "alpha", timeout=START_TIMEOUT + CONVERGE_TIMEOUT)
     wait_state(rep.admin, "VirtualService", "extra", "Accepted", timeout=CONVERGE_TIMEOUT)
     seen = wait_for(rep.store, lambda st: st["connected"] is True, timeout=CONVERGE_TIMEOUT,
@@ -423,7 +337,7 @@ def test_bad_objects_in_store_are_rejected(store, backends, procs, binaries, tmp
     s.apply("objects.yaml", *upstreams(alpha.port, beta.port), echo_to("alpha"))
     rep = s.replica("a")
     rep.wait_ready()
-    c = client(procs, binaries, tmp_path, "cpp", rep)
+    c = new_client(procs, binaries, tmp_path, rep)
     serving(rep, c, "alpha", timeout=START_TIMEOUT + CONVERGE_TIMEOUT)
 
     broken_key = s.key("config", "VirtualService", NS, "broken")
@@ -623,17 +537,7 @@ def test_replicas_survive_losing_an_etcd_member(store3):
     # Leadership may move while the killed member's calls fail over (a
     # renewal can miss the renew deadline), so the writer expected is the
     # leader agreed on at the moment the status is read.
-    echo = key_of("VirtualService", "echo")
-
-    def echo_status_and_leader():
-        return s.statuses().get(echo, {}), agreed_leader(leader_views(reps))
-
-    wait_for(echo_status_and_leader,
-             lambda seen: seen[1] is not None
-             and (seen[0].get("state"), seen[0].get("writer"), seen[0].get("term"))
-             == ("Warning", *seen[1]),
-             timeout=CONVERGE_TIMEOUT,
-             what="echo's Warning status written by the current leader under its term")
+    wait_status_by_current_leader(s, reps, key_of("VirtualService", "echo"), "Warning")
     for r in reps:
         r.assert_running()
 

@@ -12,30 +12,27 @@ never served. Every check polls with a deadline; the only fixed durations
 are outages held open on purpose.
 """
 
-import hashlib
 import random
 import re
-import struct
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import pytest
 
 from hf_gateway import upstream
-from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, LEASE_DURATION, RENEW_DEADLINE,
-                        RETRY_PERIOD, Replica, Store, the_leader)
+from hf_replica import (CONVERGE_TIMEOUT, FAILOVER_TIMEOUT, GRACE, GRACE_FLAGS, LEASE_DURATION,
+                        NS, READY_LIVE, READY_PERSISTED, RENEW_DEADLINE, RETRY_PERIOD, Replica,
+                        all_ready, all_running, assert_ready, echo_to, hold, live_version,
+                        new_client, readyz, serving, store_doc, the_leader, upstreams,
+                        wait_snapshot_written)
+from hf_snapshot_file import HEADER_SIZE, DamagedFile, check_snapshot_file
 from hf_wait import wait_for
-from hf_world import START_TIMEOUT, XdsClient, assert_no_nack
-from test_etcd import NS, echo_to, upstreams
+from hf_world import START_TIMEOUT, XdsClient
 
 # Longer than the lease: every election key bound to a lease the replicas
 # could not renew is gone from etcd before the store comes back.
 OUTAGE = LEASE_DURATION + 4.0
-# --store-grace for the restart tests: short, the tests wait for it.
-GRACE = 2.0
-GRACE_FLAGS = ["--store-grace", f"{GRACE:g}s"]
 UNUSED_PORT = 18083
 # After the store is back: reconnect, then one leader (a lease, a retry,
 # slack for two loaded cores; FAILOVER_TIMEOUT is lease + retry + 25 s).
@@ -43,19 +40,9 @@ RECOVER_TIMEOUT = FAILOVER_TIMEOUT
 # How long "not ready" must hold to count: past the grace, with margin.
 NOT_READY_HOLD = GRACE + 3.0
 
-_READY_PERSISTED = re.compile(r"^ready: serving persisted snapshot (\S+) from ")
-_READY_LIVE = re.compile(r"^ready: serving snapshot (\S+) from ")
-
 
 # --- fixtures ----------------------------------------------------------------
-
-@pytest.fixture
-def store(procs, binaries, etcd, tmp_path):
-    """A fresh prefix on one etcd member; replicas stop before etcd does."""
-    s = Store(procs, binaries.holdfast, etcd, tmp_path / "store")
-    yield s
-    s.close()
-
+# (store, a fresh prefix on one etcd member, is in conftest.py)
 
 @pytest.fixture(scope="module", autouse=True)
 def outage_support(binaries):
@@ -70,121 +57,6 @@ def outage_support(binaries):
 
 # --- helpers -----------------------------------------------------------------
 
-def new_client(procs, binaries, tmp_path, replica: Replica) -> XdsClient:
-    return XdsClient(procs, binaries, "cpp", replica.xds_port, tmp_path, interval_ms=100)
-
-
-def serving(replica: Replica, c: XdsClient, backend: str, *, since: int = 0,
-            timeout: float = CONVERGE_TIMEOUT,
-            guard: Optional[Callable[[], None]] = None) -> None:
-    """`c` (a client of `replica`) reaches `backend` 5 times in a row, with
-    no NACK; `guard` runs on every poll."""
-    def check():
-        if guard is not None:
-            guard()
-        assert_no_nack(replica.admin, c.node_id)
-    c.wait_serving(backend, since=since, timeout=timeout, guard=check)
-
-
-def readyz(replica: Replica) -> tuple:
-    replica.assert_running()
-    status, body = replica.admin.get("/readyz")
-    return status, body.strip()
-
-
-def assert_ready(replica: Replica) -> str:
-    status, body = readyz(replica)
-    assert status == 200, f"{replica.name} /readyz: {status} {body!r}"
-    return body
-
-
-def store_doc(replica: Replica) -> dict:
-    doc = replica.store()
-    for field in ("synced", "serving", "persisted_version", "restore_error", "persist_error"):
-        assert field in doc, f"{replica.name} /debug/store lacks {field!r}: {doc!r}"
-    assert doc["serving"] in ("live", "persisted", "nothing"), doc
-    return doc
-
-
-def live_version(replica: Replica) -> str:
-    body = assert_ready(replica)
-    m = _READY_LIVE.match(body)
-    assert m, f"{replica.name} /readyz does not say it serves a live snapshot: {body!r}"
-    return m.group(1)
-
-
-def wait_snapshot_written(replica: Replica, timeout: float = CONVERGE_TIMEOUT) -> bytes:
-    """Waits until the replica's snapshot file exists and has stopped
-    changing for a second (the writer is done: nothing new to write)."""
-    path = replica.snapshot_file
-
-    def observe():
-        replica.assert_running()
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size, time.monotonic())
-
-    first = wait_for(observe, lambda s: s is not None, timeout=timeout,
-                     what=f"{path} to be written")
-    stable = {"since": first}
-
-    def settled(s):
-        if s is None or s[:2] != stable["since"][:2]:
-            stable["since"] = s
-            return False
-        return s[2] - stable["since"][2] >= 1.0
-
-    wait_for(observe, settled, timeout=timeout, what=f"{path} to stop changing",
-             interval=0.1)
-    data = path.read_bytes()
-    check_snapshot_file(data)
-    doc = store_doc(replica)
-    assert doc["persist_error"] in ("", None), doc
-    return data
-
-
-# The file format (src/snapshot/snapshot_file.cc): magic, format version,
-# payload size, SHA-256 of the payload, payload. Only used to tell a whole
-# file from a damaged one and to see which backend its routes name.
-_MAGIC = b"HFSNAP01"
-_HEADER = 8 + 4 + 8 + 32
-
-
-class DamagedFile(AssertionError):
-    pass
-
-
-def check_snapshot_file(data: bytes) -> list:
-    """Checks a snapshot file's framing and checksum; returns its resources
-    as (type_url, name, bytes). Raises DamagedFile."""
-    if len(data) < _HEADER or data[:8] != _MAGIC:
-        raise DamagedFile(f"no header ({len(data)} bytes, starts {data[:8]!r})")
-    version, size = struct.unpack_from("<IQ", data, 8)
-    payload = data[_HEADER:]
-    if len(payload) != size:
-        raise DamagedFile(f"payload {len(payload)} bytes, header says {size}")
-    if hashlib.sha256(payload).digest() != data[20:_HEADER]:
-        raise DamagedFile("checksum mismatch")
-    _, count = struct.unpack_from("<QI", payload, 0)
-    off = 12
-    out = []
-    for _ in range(count):
-        (n,) = struct.unpack_from("<I", payload, off)
-        type_url = payload[off + 4:off + 4 + n].decode()
-        off += 4 + n
-        (n,) = struct.unpack_from("<I", payload, off)
-        name = payload[off + 4:off + 4 + n].decode()
-        off += 4 + n
-        (n,) = struct.unpack_from("<Q", payload, off)
-        out.append((type_url, name, payload[off + 8:off + 8 + n]))
-        off += 8 + n
-    if off != len(payload):
-        raise DamagedFile(f"{len(payload) - off} trailing bytes")
-    return out
-
-
 def routed_backend(resources: list) -> str:
     """The one echo backend the snapshot's route configurations name."""
     routes = b"".join(body for type_url, _, body in resources
@@ -193,30 +65,6 @@ def routed_backend(resources: list) -> str:
     named = [b for b in ("alpha", "beta") if f"{NS}/{b}".encode() in routes]
     assert len(named) == 1, f"routes in the snapshot file name {named}"
     return named[0]
-
-
-def all_running(replicas: Sequence[Replica]) -> Callable[[], None]:
-    def guard():
-        for r in replicas:
-            r.assert_running()
-    return guard
-
-
-def all_ready(replicas: Sequence[Replica]) -> Callable[[], None]:
-    """Guard: every replica runs and /readyz answers 200."""
-    def guard():
-        for r in replicas:
-            assert_ready(r)
-    return guard
-
-
-def hold(duration_from: float, duration: float, guard: Callable[[], None]) -> None:
-    """Keeps a fault open until `duration` seconds after `duration_from`
-    (time.monotonic()), running `guard` every 0.2 s."""
-    while time.monotonic() - duration_from < duration:
-        guard()
-        time.sleep(0.2)
-    guard()
 
 
 def no_ok_lines(c: XdsClient) -> list:
@@ -366,7 +214,7 @@ def test_replica_restarted_during_outage_serves_last_known_good(store, backends,
     body = wait_for(lambda: readyz(rep), lambda r: r[0] == 200,
                     timeout=START_TIMEOUT + GRACE,
                     what="the restarted replica to serve its persisted snapshot")[1]
-    m = _READY_PERSISTED.match(body)
+    m = READY_PERSISTED.match(body)
     assert m, f"/readyz does not say it serves the persisted snapshot: {body!r}"
     assert m.group(1) == version, (f"serves persisted {m.group(1)}, the last live snapshot "
                                    f"was {version}: {body!r}")
@@ -396,7 +244,7 @@ def test_replica_restarted_during_outage_serves_last_known_good(store, backends,
     assert rep.metric("holdfast_serving_persisted_snapshot") == 0
     assert rep.metric("holdfast_store_connected") == 1
     body = assert_ready(rep)
-    assert _READY_LIVE.match(body) and "persisted" not in body, body
+    assert READY_LIVE.match(body) and "persisted" not in body, body
     assert live_version(rep) != version, body
 
 
@@ -404,14 +252,14 @@ def test_replica_restarted_during_outage_serves_last_known_good(store, backends,
 
 def _flip(data: bytes) -> bytes:
     out = bytearray(data)
-    middle = _HEADER + (len(data) - _HEADER) // 2
+    middle = HEADER_SIZE + (len(data) - HEADER_SIZE) // 2
     for i in (middle, middle + 1, len(data) - 1):
         out[i] ^= 0x5A
     return bytes(out)
 
 
 def _truncate(data: bytes) -> bytes:
-    return data[:_HEADER + (len(data) - _HEADER) // 2]
+    return data[:HEADER_SIZE + (len(data) - HEADER_SIZE) // 2]
 
 
 def test_damaged_snapshot_file_is_not_served(store, backends, procs, binaries, tmp_path):
@@ -538,7 +386,7 @@ def test_killed_while_persisting_never_leaves_a_damaged_snapshot(store, backends
         body = wait_for(lambda: readyz(rep), lambda r: r[0] == 200,
                         timeout=START_TIMEOUT + GRACE,
                         what="the replica to serve its persisted snapshot")[1]
-        assert _READY_PERSISTED.match(body), body
+        assert READY_PERSISTED.match(body), body
         assert store_doc(rep)["serving"] == "persisted"
         serving(rep, c, expected, timeout=CONVERGE_TIMEOUT, guard=lambda: assert_ready(rep))
     mark = c.mark()
