@@ -1,6 +1,7 @@
 #pragma once
-// Minimal protobuf wire encoding for assembling messages from already
-// encoded parts (shared resource bytes), without a message object.
+// Minimal protobuf wire encoding and decoding: assembling messages from
+// already encoded parts (shared resource bytes), and reading the few fields
+// of a hot message in place, without a message object.
 
 #include <cstdint>
 #include <string>
@@ -25,6 +26,117 @@ inline void AppendLengthDelimited(int field, absl::string_view bytes, std::strin
   AppendVarint((static_cast<uint64_t>(field) << 3) | 2, out);
   AppendVarint(bytes.size(), out);
   out->append(bytes.data(), bytes.size());
+}
+
+// Reads the fields of one message in order. Usage:
+//   WireReader reader(bytes);
+//   while (reader.Next()) { switch (reader.field()) { ... reader.bytes() ... } }
+//   if (!reader.ok()) { malformed }
+// Only LEN fields expose bytes(); VARINT, I64 and I32 fields are skipped
+// over (value() holds a VARINT's value). Groups are malformed here.
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view bytes) : rest_(bytes) {}
+
+  bool Next() {
+    if (rest_.empty() || !ok_) return false;
+    uint64_t tag = 0;
+    if (!ReadVarint(&tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return Fail();
+    field_ = static_cast<int>(tag >> 3);
+    wire_type_ = static_cast<int>(tag & 7);
+    bytes_ = {};
+    switch (wire_type_) {
+      case 0:
+        return ReadVarint(&value_) || Fail();
+      case 1:
+        return Skip(8);
+      case 2: {
+        uint64_t length = 0;
+        if (!ReadVarint(&length) || length > rest_.size()) return Fail();
+        bytes_ = rest_.substr(0, length);
+        rest_.remove_prefix(length);
+        return true;
+      }
+      case 5:
+        return Skip(4);
+      default:
+        return Fail();
+    }
+  }
+
+  int field() const { return field_; }
+  int wire_type() const { return wire_type_; }
+  bool is_bytes() const { return wire_type_ == 2; }
+  absl::string_view bytes() const { return bytes_; }
+  uint64_t value() const { return value_; }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ReadVarint(uint64_t* out) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64 && !rest_.empty(); shift += 7) {
+      const uint8_t byte = static_cast<uint8_t>(rest_.front());
+      rest_.remove_prefix(1);
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        *out = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Skip(size_t n) {
+    if (rest_.size() < n) return Fail();
+    rest_.remove_prefix(n);
+    return true;
+  }
+  bool Fail() {
+    ok_ = false;
+    return false;
+  }
+
+  absl::string_view rest_;
+  absl::string_view bytes_;
+  uint64_t value_ = 0;
+  int field_ = 0;
+  int wire_type_ = 0;
+  bool ok_ = true;
+};
+
+// Whether `text` is well-formed UTF-8 (what protobuf requires of a string).
+inline bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const uint8_t c = static_cast<uint8_t>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      n = 2, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 3, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n > text.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const uint8_t next = static_cast<uint8_t>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (next & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+      return false;
+    }
+    i += n;
+  }
+  return true;
 }
 
 }  // namespace holdfast

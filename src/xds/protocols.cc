@@ -1,6 +1,7 @@
 // StreamProtocol implementations: parse requests, drive the session, encode.
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "src/xds/delta_session.h"
+#include "src/xds/sotw_request.h"
 #include "src/xds/sotw_session.h"
 #include "src/xds/stream.h"
 
@@ -9,24 +10,23 @@ namespace {
 
 using envoy::config::core::v3::Node;
 using envoy::service::discovery::v3::DeltaDiscoveryRequest;
-using envoy::service::discovery::v3::DiscoveryRequest;
 
-template <typename Request>
-absl::Status Parse(const grpc::ByteBuffer& raw, Request* request) {
-  grpc::Slice slice;
-  grpc::Status status = raw.TrySingleSlice(&slice);
+// The request's bytes as one contiguous slice (usually they already are).
+absl::Status ReadSlice(const grpc::ByteBuffer& raw, grpc::Slice* slice) {
+  grpc::Status status = raw.TrySingleSlice(slice);
   if (!status.ok()) {
-    status = raw.DumpToSingleSlice(&slice);
+    status = raw.DumpToSingleSlice(slice);
     if (!status.ok()) return absl::InternalError(status.error_message());
-  }
-  if (!request->ParseFromArray(slice.begin(), static_cast<int>(slice.size()))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("could not parse ", Request::descriptor()->full_name()));
   }
   return absl::OkStatus();
 }
 
-template <typename Session, typename Request, auto Encode>
+absl::string_view View(const grpc::Slice& slice) {
+  return absl::string_view(reinterpret_cast<const char*>(slice.begin()), slice.size());
+}
+
+// Drives a session and encodes what it answers; subclasses read requests.
+template <typename Session, auto Encode>
 class Protocol : public StreamProtocol {
  public:
   Protocol(std::string fixed_type_url, ProxyState* proxy, const StreamContext& context)
@@ -34,13 +34,6 @@ class Protocol : public StreamProtocol {
         stats_(context.stats),
         bodies_(context.bodies),
         control_plane_id_(context.control_plane_id) {}
-
-  absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
-    Request request;
-    if (absl::Status status = Parse(raw, &request); !status.ok()) return status;
-    if (request.has_node()) *node = request.node();
-    return session_.OnRequest(request);
-  }
 
   void OnSnapshot(SnapshotPtr snapshot) override { session_.OnSnapshot(std::move(snapshot)); }
 
@@ -53,25 +46,58 @@ class Protocol : public StreamProtocol {
     return buffer;
   }
 
- private:
+ protected:
   Session session_;
+
+ private:
   XdsStats* stats_;
   EncodedBodyCache* bodies_;
   std::string control_plane_id_;
+};
+
+// SotW requests are read in place (see SotwRequest).
+class SotwProtocol : public Protocol<SotwSession, EncodeSotwResponse> {
+ public:
+  using Protocol::Protocol;
+
+  absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
+    grpc::Slice slice;
+    if (absl::Status status = ReadSlice(raw, &slice); !status.ok()) return status;
+    SotwRequest request;
+    if (absl::Status status = ParseSotwRequest(View(slice), &request, node); !status.ok()) {
+      return status;
+    }
+    return session_.OnRequest(request);
+  }
+};
+
+class DeltaProtocol : public Protocol<DeltaSession, EncodeDeltaResponse> {
+ public:
+  using Protocol::Protocol;
+
+  absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
+    grpc::Slice slice;
+    if (absl::Status status = ReadSlice(raw, &slice); !status.ok()) return status;
+    DeltaDiscoveryRequest request;
+    if (!request.ParseFromArray(slice.begin(), static_cast<int>(slice.size()))) {
+      return absl::InvalidArgumentError(
+          "could not parse envoy.service.discovery.v3.DeltaDiscoveryRequest");
+    }
+    if (request.has_node()) *node = request.node();
+    return session_.OnRequest(request);
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, ProxyState* proxy,
                                                  const StreamContext& context) {
-  return std::make_unique<Protocol<SotwSession, DiscoveryRequest, EncodeSotwResponse>>(
-      std::move(fixed_type_url), proxy, context);
+  return std::make_unique<SotwProtocol>(std::move(fixed_type_url), proxy, context);
 }
 
 std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, ProxyState* proxy,
                                                   const StreamContext& context) {
-  return std::make_unique<Protocol<DeltaSession, DeltaDiscoveryRequest, EncodeDeltaResponse>>(
-      std::move(fixed_type_url), proxy, context);
+  return std::make_unique<DeltaProtocol>(std::move(fixed_type_url), proxy, context);
 }
 
 }  // namespace holdfast

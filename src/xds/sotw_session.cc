@@ -7,8 +7,6 @@
 namespace holdfast {
 namespace {
 
-using envoy::service::discovery::v3::DiscoveryRequest;
-
 bool SameSelection(const Selection& a, const Selection& b) {
   return a.wildcard == b.wildcard && a.names == b.names;
 }
@@ -23,15 +21,16 @@ SotwSession::SotwSession(std::string fixed_type_url, const Clock& clock, ProxySt
       stats_(stats),
       views_(views) {}
 
-absl::Status SotwSession::OnRequest(const DiscoveryRequest& request) {
-  std::string type = request.type_url().empty() ? fixed_type_url_ : request.type_url();
+absl::Status SotwSession::OnRequest(const SotwRequest& request) {
+  std::string type =
+      request.type_url.empty() ? fixed_type_url_ : std::string(request.type_url);
   if (type.empty()) return absl::InvalidArgumentError("DiscoveryRequest.type_url is empty");
   if (!fixed_type_url_.empty() && type != fixed_type_url_) {
     return absl::InvalidArgumentError(absl::StrCat("type_url ", type, " on a stream for ",
                                                    fixed_type_url_));
   }
   TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
-  const std::string& nonce = request.response_nonce();
+  const absl::string_view nonce = request.response_nonce;
   if (!nonce.empty()) {
     if (nonce != state.sent_nonce) {
       // A reply to a response that has since been superseded: the client
@@ -39,16 +38,17 @@ absl::Status SotwSession::OnRequest(const DiscoveryRequest& request) {
       stats_->StaleRequest(type);
       return absl::OkStatus();
     }
-    if (request.has_error_detail()) {
-      proxy_->RecordNack(type, NackRecord{state.sent_version, nonce, request.error_detail().code(),
-                                          request.error_detail().message(), clock_.Now()});
+    if (request.has_error_detail) {
+      proxy_->RecordNack(type, NackRecord{state.sent_version, std::string(nonce),
+                                          request.error_code, request.error_message,
+                                          clock_.Now()});
       stats_->Nack(type);
     } else {
-      proxy_->RecordAck(type, request.version_info(), clock_.Now());
+      proxy_->RecordAck(type, std::string(request.version_info), clock_.Now());
       stats_->Ack(type);
     }
   }
-  state.subscription.ApplySotw(request.resource_names());
+  state.subscription.ApplySotw(request.resource_names);
   state.dirty = true;
   return absl::OkStatus();
 }

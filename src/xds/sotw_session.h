@@ -11,6 +11,7 @@
 #include "src/snapshot/snapshot.h"
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
+#include "src/xds/sotw_request.h"
 #include "src/xds/subscription.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
@@ -46,7 +47,10 @@ class SotwSession {
               ViewCache* views);
 
   // Applies a request. An error ends the stream with that status.
-  absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request);
+  absl::Status OnRequest(const SotwRequest& request);
+  absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request) {
+    return OnRequest(SotwRequest::Of(request));
+  }
   // Switches to a newer snapshot.
   void OnSnapshot(SnapshotPtr snapshot);
   // The next response to send, if any is owed.

@@ -7,7 +7,7 @@ namespace holdfast {
 
 Subscription::Subscription(NameSetPool* pool) : pool_(pool), names_(pool->Empty()) {}
 
-void Subscription::ApplySotw(const Names& names) {
+void Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
   const bool first = !seen_request_;
   seen_request_ = true;
   if (names.empty()) {
@@ -29,7 +29,7 @@ void Subscription::ApplySotw(const Names& names) {
   const bool has_star = std::find(names.begin(), names.end(), "*") != names.end();
   if (has_star == wildcard_ &&
       static_cast<size_t>(names.size()) == names_->size() + (has_star ? 1 : 0) &&
-      std::all_of(names.begin(), names.end(), [this](const std::string& n) {
+      std::all_of(names.begin(), names.end(), [this](absl::string_view n) {
         return n == "*" || names_->contains(n);
       })) {
     return;
@@ -37,8 +37,8 @@ void Subscription::ApplySotw(const Names& names) {
   wildcard_ = has_star;
   std::vector<std::string> named;
   named.reserve(names.size());
-  for (const std::string& name : names) {
-    if (name != "*") named.push_back(name);
+  for (absl::string_view name : names) {
+    if (name != "*") named.emplace_back(name);
   }
   names_ = pool_->Intern(std::move(named));
 }

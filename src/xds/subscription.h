@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "src/xds/name_set.h"
 
@@ -21,7 +22,7 @@ class Subscription {
   // State of the world: each request carries the full list of names. The
   // first request with no names is a legacy wildcard, which stays wildcard
   // while later requests are empty too; "*" is an explicit wildcard.
-  void ApplySotw(const Names& names);
+  void ApplySotw(absl::Span<const absl::string_view> names);
   // Delta: requests carry changes. A first request that subscribes nothing is
   // a legacy wildcard; "*" subscribes and unsubscribes the wildcard.
   void ApplyDelta(const Names& subscribe, const Names& unsubscribe);

@@ -168,7 +168,7 @@ TEST(SubscriptionTest, SotwWildcardRules) {
     NameSetPool pool;
     Subscription subscription(&pool);
     for (const Step& step : c.steps) {
-      google::protobuf::RepeatedPtrField<std::string> names(step.names.begin(), step.names.end());
+      std::vector<absl::string_view> names(step.names.begin(), step.names.end());
       subscription.ApplySotw(names);
       EXPECT_EQ(subscription.wildcard(), step.wildcard) << c.label;
       EXPECT_EQ(subscription.names().names(), step.expected_names)
