@@ -103,6 +103,11 @@ std::optional<absl::string_view> DeltaSession::Held(const std::string& type,
 
 DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeState& state) const {
   const Selection selection = SelectionOf(state);
+  if (state.base == nullptr && state.overrides.empty()) {
+    // The client holds nothing yet: everything it asks for, shared by every
+    // stream that asks for the same names.
+    return Diff{views_->Selected(snapshot_, type, selection), {}};
+  }
   if (state.base == nullptr || !state.overrides.empty() ||
       !SameSelection(selection, state.base_selection)) {
     return ComputePerStream(type, state);
