@@ -14,6 +14,7 @@
 #include "grpc/support/log.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
+#include "src/common/random.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
 #include "src/snapshot/last_known_good.h"
@@ -118,7 +119,7 @@ struct EtcdDeployment {
 };
 
 absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& options,
-                                                          const Clock& clock,
+                                                          const Clock& clock, Random& random,
                                                           MetricsRegistry* metrics,
                                                           std::function<void(SnapshotPtr)> publish) {
   auto deployment = std::make_unique<EtcdDeployment>();
@@ -147,10 +148,10 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
   deployment->client = std::move(*client);
   deployment->backend = std::make_unique<EtcdElectionBackend>(deployment->client.get());
   deployment->elector =
-      std::make_unique<LeaseElector>(election, deployment->backend.get(), clock, metrics);
+      std::make_unique<LeaseElector>(election, deployment->backend.get(), clock, random, metrics);
   deployment->writer = std::make_unique<StatusWriter>(
       StatusWriter::Options{.prefix = options.etcd.prefix, .replica_id = election.replica_id},
-      deployment->client.get(), deployment->elector.get(), metrics);
+      deployment->client.get(), deployment->elector.get(), random, metrics);
 
   EtcdConfigSource::Options source_options;
   source_options.prefix = options.etcd.prefix;
@@ -204,6 +205,8 @@ int RunServe(const ServeOptions& options) {
   gpr_set_log_function(LogGrpcMessage);
 
   Clock& clock = Clock::Real();
+  // Jitters the elector's and the status writer's retries.
+  Random& random = Random::Real();
   MetricsRegistry metrics;
   SnapshotCache cache;
   ProxyRegistry proxies;
@@ -255,7 +258,7 @@ int RunServe(const ServeOptions& options) {
     config_source = directory_source.get();
   } else {
     absl::StatusOr<std::unique_ptr<EtcdDeployment>> started =
-        StartEtcd(options, clock, &metrics, publish);
+        StartEtcd(options, clock, random, &metrics, publish);
     if (!started.ok()) {
       LogError("%s", started.status().message());
       return 2;

@@ -1,5 +1,6 @@
 #include "src/election/lease_elector.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -35,14 +36,19 @@ absl::Status LeaseElector::Validate(const Options& options) {
                      ") must be shorter than --renew-deadline (",
                      absl::FormatDuration(options.renew_deadline), ")"));
   }
+  if (!(options.retry_jitter >= 0 && options.retry_jitter < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("retry jitter must be in [0, 1), got ", options.retry_jitter));
+  }
   return absl::OkStatus();
 }
 
 LeaseElector::LeaseElector(Options options, ElectionBackend* backend, const Clock& clock,
-                           MetricsRegistry* metrics)
+                           Random& random, MetricsRegistry* metrics)
     : options_(std::move(options)),
       backend_(backend),
       clock_(clock),
+      random_(random),
       metrics_(metrics),
       transitions_total_(metrics->GetCounter(
           "holdfast_leader_transitions_total",
@@ -66,9 +72,8 @@ LeaseElector::~LeaseElector() {
 
 void LeaseElector::Start() {
   thread_ = std::thread([this] {
-    do {
-      Tick();
-    } while (!stop_.WaitForNotificationWithTimeout(options_.retry_period));
+    while (!stop_.WaitForNotificationWithTimeout(Tick())) {
+    }
   });
 }
 
@@ -77,12 +82,61 @@ void LeaseElector::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void LeaseElector::Tick() {
+absl::Duration LeaseElector::Tick() {
   {
     absl::MutexLock tick_lock(&tick_mu_);
     Step();
   }
   DeliverEvents();
+  return NextWait(random_.Fraction());
+}
+
+// Jitter and the renew deadline.
+//
+// Safety (never two leaders) does not depend on when ticks happen: whether
+// this replica leads is decided by the monotonic clock against the last
+// successful renewal's send time, whenever leadership is read (Current(),
+// the start and end of every step), so no wait, however long, lets a leader
+// act past its renew deadline, and renew_deadline < lease_duration keeps
+// that deadline ahead of the lease's expiry in the store.
+//
+// What a wait can do is make a healthy leader renew too late and lose a term
+// it could have kept. Without jitter the next attempt comes retry_period
+// after a step, and retry_period < renew_deadline (Validate()). A jittered
+// wait can be longer than retry_period, so while a lease is held it is
+// capped at
+//
+//   max(retry_period, left - retry_period),  left = time to the renew deadline
+//
+// that is, the next attempt comes no later than it would have without
+// jitter, or else at least a full retry period before the deadline. So an
+// attempt falls within the last retry period before the deadline only where
+// the unjittered schedule would have put it at least as late, for any
+// options that pass Validate(): a healthy
+// leader whose steps take d renews again within max(retry_period + d,
+// renew_deadline - retry_period) of its last renewal, both under
+// renew_deadline exactly when the unjittered elector's d + retry_period is.
+// With the defaults (retry 2s, deadline 10s, jitter 0.2) the cap never bites
+// on a healthy leader: its waits run 1.6s..2.4s, far inside the 10s; it
+// bites only in the last 4.4s before a deadline, after failed renewals.
+//
+// The draw is spread over [low, cap] rather than clipped at the cap, so
+// replicas near their deadlines still spread out; the low end is never
+// lowered, so the cap cannot make retries come faster than
+// retry_period * (1 - jitter).
+absl::Duration LeaseElector::NextWait(double fraction) const {
+  const absl::Duration period = options_.retry_period;
+  const double jitter = options_.retry_jitter;
+  const absl::Duration low = period * (1 - jitter);
+  absl::Duration high = period * (1 + jitter);
+  {
+    absl::MutexLock lock(&mu_);
+    if (lease_id_ != 0) {
+      absl::Duration left = last_renew_sent_ + options_.renew_deadline - clock_.Monotonic();
+      high = std::min(high, std::max(period, left - period));
+    }
+  }
+  return low + (high - low) * fraction;
 }
 
 void LeaseElector::Step() {

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/common/random.h"
 #include "src/election/election_backend.h"
 
 namespace holdfast {
@@ -40,12 +41,12 @@ struct Leadership {
 // Leader election on leases, after docs/etcd.md "Leader election". A replica
 // campaigns by creating `prefix + hex(lease id)` bound to a lease of
 // `lease_duration`; the candidate with the lowest create revision leads and
-// that revision is its term. The lease is renewed every `retry_period`. A
-// replica whose last successful renewal was sent `renew_deadline` ago or more
-// (by its own monotonic clock) stops acting as leader, and since
-// renew_deadline < lease_duration it does so before the store can expire its
-// lease and let another replica lead. It then campaigns again with a new lease;
-// it never gives up.
+// that revision is its term. The lease is renewed about every `retry_period`
+// (jittered, see Options::retry_jitter). A replica whose last successful
+// renewal was sent `renew_deadline` ago or more (by its own monotonic clock)
+// stops acting as leader, and since renew_deadline < lease_duration it does
+// so before the store can expire its lease and let another replica lead. It
+// then campaigns again with a new lease; it never gives up.
 //
 // Thread-safe. Tick() is driven by Start()'s thread, or directly by tests on a
 // SimulatedClock (then Start() is never called).
@@ -58,25 +59,31 @@ class LeaseElector {
     absl::Duration lease_duration = absl::Seconds(15);
     absl::Duration renew_deadline = absl::Seconds(10);
     absl::Duration retry_period = absl::Seconds(2);
+    // Each wait between ticks is drawn uniformly from
+    // [retry_period * (1 - retry_jitter), retry_period * (1 + retry_jitter)],
+    // so replicas that lost the store together do not retry it in lockstep;
+    // while holding a lease the upper end is capped (see NextWait()).
+    double retry_jitter = 0.2;
   };
 
-  // OK when `options` can be used: a prefix ending with '/', a replica id, and
-  // 0 < retry_period < renew_deadline < lease_duration. The message names the
-  // command-line flags, for the CLI to print.
+  // OK when `options` can be used: a prefix ending with '/', a replica id,
+  // 0 < retry_period < renew_deadline < lease_duration and
+  // 0 <= retry_jitter < 1. The message names the command-line flags, for the
+  // CLI to print.
   static absl::Status Validate(const Options& options);
 
-  // `options` must pass Validate(). `backend`, `clock` and `metrics` must
-  // outlive the elector. Makes no backend call: campaigning starts on the
-  // first Tick().
-  LeaseElector(Options options, ElectionBackend* backend, const Clock& clock,
+  // `options` must pass Validate(). `backend`, `clock`, `random` (which
+  // jitters the waits between ticks) and `metrics` must outlive the elector.
+  // Makes no backend call: campaigning starts on the first Tick().
+  LeaseElector(Options options, ElectionBackend* backend, const Clock& clock, Random& random,
                MetricsRegistry* metrics);
   LeaseElector(const LeaseElector&) = delete;
   LeaseElector& operator=(const LeaseElector&) = delete;
   // Stops the tick thread. Does not resign: call Resign() for that.
   ~LeaseElector();
 
-  // Runs Tick() now and then every retry_period on a thread of its own, until
-  // Stop(). Call at most once.
+  // Runs Tick() now and then again after each wait it returns, on a thread
+  // of its own, until Stop(). Call at most once.
   void Start();
   // Stops the tick thread promptly, waiting for a running Tick() to return
   // (which may take as long as the backend call it is in). Idempotent.
@@ -88,7 +95,11 @@ class LeaseElector {
   // state (the renew deadline decides) and are logged once per kind, not per
   // tick. Calls listeners on transitions, after releasing all locks. One
   // Tick() runs at a time; do not call it from a listener.
-  void Tick();
+  //
+  // Returns how long to wait before the next Tick(): a draw from the jitter
+  // range (Options::retry_jitter), capped as of the end of this one while a
+  // lease is held. Start() waits that long; tests on simulated time may.
+  absl::Duration Tick();
 
   // The current view, with is_leader re-checked against the renew deadline
   // now: a leader whose tick thread is stuck, or whose process was paused,
@@ -116,6 +127,9 @@ class LeaseElector {
  private:
   // Step of Tick() that makes the backend calls; holds tick_mu_.
   void Step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
+  // The wait before the next tick, drawn with `fraction` (uniform in [0, 1))
+  // from the jitter range and capped while a lease is held; see the .cc.
+  absl::Duration NextWait(double fraction) const ABSL_LOCKS_EXCLUDED(mu_);
   // Revokes leases dropped earlier, best effort.
   void RevokeDropped(std::vector<int64_t> leases);
   // Calls listeners with queued transitions; returns at once when another
@@ -135,6 +149,7 @@ class LeaseElector {
   const Options options_;
   ElectionBackend* const backend_;
   const Clock& clock_;
+  Random& random_;
   MetricsRegistry* const metrics_;
   Counter* const transitions_total_;
   int collector_id_ = 0;

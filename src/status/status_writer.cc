@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "src/common/backoff.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -59,10 +60,11 @@ nlohmann::json StoredStatusJson(const ObjectKey& key, const ObjectStatus& status
 }
 
 StatusWriter::StatusWriter(Options options, EtcdClient* client, LeaseElector* elector,
-                           MetricsRegistry* metrics)
+                           Random& random, MetricsRegistry* metrics)
     : options_(std::move(options)),
       client_(client),
       elector_(elector),
+      random_(random),
       writes_(metrics->GetCounter("holdfast_status_writes_total",
                                   "Object statuses written to the store")),
       fenced_(metrics->GetCounter("holdfast_status_writes_fenced_total",
@@ -91,7 +93,12 @@ void StatusWriter::Start() {
     wake_ = true;
   });
   thread_ = std::thread([this] {
+    // Like every retry of the store, jittered and backing off, so a store
+    // that comes back is not met by retries in step with everything else
+    // that lost it at the same moment.
+    Backoff backoff(options_.min_backoff, options_.max_backoff, random_);
     bool failed = false;
+    absl::Duration retry_in;
     while (!stop_.HasBeenNotified()) {
       {
         absl::MutexLock lock(&mu_);
@@ -99,9 +106,9 @@ void StatusWriter::Start() {
           return wake_ || stop_.HasBeenNotified();
         };
         // Statuses only change with an Update() or a leadership change, both
-        // of which wake this thread; the retry period only paces retries.
+        // of which wake this thread; the backoff only paces retries.
         if (failed) {
-          mu_.AwaitWithTimeout(absl::Condition(&ready), options_.retry_period);
+          mu_.AwaitWithTimeout(absl::Condition(&ready), retry_in);
         } else {
           mu_.Await(absl::Condition(&ready));
         }
@@ -109,6 +116,11 @@ void StatusWriter::Start() {
       }
       if (stop_.HasBeenNotified()) break;
       failed = !Sync().ok();
+      if (failed) {
+        retry_in = backoff.Next();
+      } else {
+        backoff.Reset();
+      }
     }
   });
 }

@@ -8,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "nlohmann/json.hpp"
 #include "src/common/metrics.h"
+#include "src/common/random.h"
 #include "src/election/lease_elector.h"
 #include "src/etcd/etcd_client.h"
 #include "src/translate/status.h"
@@ -35,18 +36,25 @@ class StatusWriter {
   struct Options {
     std::string prefix = "/holdfast";
     std::string replica_id;
-    absl::Duration retry_period = absl::Seconds(1);
+    // A pass that failed is retried after a jittered exponential backoff
+    // (src/common/backoff.h) from min_backoff up to max_backoff, reset by a
+    // pass that succeeds.
+    absl::Duration min_backoff = absl::Milliseconds(200);
+    absl::Duration max_backoff = absl::Seconds(5);
     int max_ops_per_txn = 64;  // etcd refuses more than 128 by default
   };
 
-  StatusWriter(Options options, EtcdClient* client, LeaseElector* elector,
+  // `client`, `elector`, `random` (which jitters retries) and `metrics` must
+  // outlive the writer.
+  StatusWriter(Options options, EtcdClient* client, LeaseElector* elector, Random& random,
                MetricsRegistry* metrics);
   ~StatusWriter();
 
   // The statuses to publish (the latest translation's). Thread-safe.
   void Update(const StatusMap& statuses);
   // Runs Sync() after every Update() and every leadership change, on a
-  // thread of its own; a pass that failed is retried every retry period.
+  // thread of its own; a pass that failed is retried after a jittered
+  // backoff (Options::min_backoff to max_backoff), or sooner when woken.
   void Start();
   void Stop();
 
@@ -62,6 +70,7 @@ class StatusWriter {
   const Options options_;
   EtcdClient* client_;
   LeaseElector* elector_;
+  Random& random_;
   Counter* writes_;
   Counter* fenced_;
   Counter* errors_;

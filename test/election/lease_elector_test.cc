@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,11 +19,33 @@
 #include "gtest/gtest.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/common/random.h"
 
 namespace holdfast {
 namespace {
 
 constexpr char kPrefix[] = "/holdfast/election/";
+
+// Deterministic draws: a Mersenne Twister, whose output the C++ standard
+// fixes for a given seed.
+class SeededRandom : public Random {
+ public:
+  explicit SeededRandom(uint32_t seed) : gen_(seed) {}
+  double Fraction() override { return static_cast<double>(gen_()) / 4294967296.0; }
+
+ private:
+  std::mt19937 gen_;
+};
+
+// The same draw every time.
+class FixedRandom : public Random {
+ public:
+  explicit FixedRandom(double fraction) : fraction_(fraction) {}
+  double Fraction() override { return fraction_; }
+
+ private:
+  const double fraction_;
+};
 
 // An in-memory etcd for election: leases expiring on a clock (measured from
 // when a grant or renewal reaches the store), keys bound to leases and deleted
@@ -176,6 +201,12 @@ class FakeElectionBackend : public ElectionBackend {
     absl::MutexLock lock(&mu_);
     hook_ = std::move(hook);
   }
+  // Every call takes `d` (the clock advances inside it) before reaching the
+  // store.
+  void SetLatency(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    latency_ = d;
+  }
 
   absl::StatusOr<int64_t> GrantLease(absl::Duration ttl) override {
     if (absl::Status s = Enter(); !s.ok()) return s;
@@ -206,7 +237,7 @@ class FakeElectionBackend : public ElectionBackend {
     {
       absl::MutexLock lock(&mu_);
       if (unreachable_) return absl::UnavailableError("connection refused");
-      hang = hang_;
+      hang = hang_ + latency_;
       hang_ = absl::ZeroDuration();
       hook.swap(hook_);
     }
@@ -220,6 +251,7 @@ class FakeElectionBackend : public ElectionBackend {
   absl::Mutex mu_;
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration hang_ ABSL_GUARDED_BY(mu_);
+  absl::Duration latency_ ABSL_GUARDED_BY(mu_);
   std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -233,11 +265,16 @@ LeaseElector::Options MakeOptions(const std::string& replica_id) {
   return options;
 }
 
-// One replica under test: its connection, metrics, elector, and every value
-// its listener received.
+// One replica under test: its connection, metrics, source of jitter,
+// elector, and every value its listener received.
 struct Replica {
-  Replica(const std::string& id, FakeStore* store, SimulatedClock* clock)
-      : backend(store, clock), elector(MakeOptions(id), &backend, *clock, &metrics) {
+  Replica(const std::string& id, FakeStore* store, SimulatedClock* clock, uint32_t seed = 1)
+      : Replica(MakeOptions(id), store, clock, std::make_unique<SeededRandom>(seed)) {}
+  Replica(LeaseElector::Options options, FakeStore* store, SimulatedClock* clock,
+          std::unique_ptr<Random> jitter)
+      : random(std::move(jitter)),
+        backend(store, clock),
+        elector(std::move(options), &backend, *clock, *random, &metrics) {
     elector.OnChange([this](const Leadership& l) {
       absl::MutexLock lock(&mu);
       events.push_back(l);
@@ -253,6 +290,7 @@ struct Replica {
 
   absl::Mutex mu;
   std::vector<Leadership> events ABSL_GUARDED_BY(mu);
+  std::unique_ptr<Random> random;
   FakeElectionBackend backend;
   MetricsRegistry metrics;
   LeaseElector elector;
@@ -693,6 +731,247 @@ TEST_F(LeaseElectorTest, ReadersAndFencingRaceWithTicks) {
   EXPECT_NE(a.elector.Current().is_leader, b.elector.Current().is_leader);
 }
 
+// Runs replicas as their Start() threads do, on simulated time: each ticks,
+// then waits what its Tick() returned before ticking again. All tick at once
+// when the schedule is made, as replicas started (or freed of an outage) at
+// the same moment would without jitter. Replicas due at the same instant tick
+// in the order given, at that instant.
+class Schedule {
+ public:
+  Schedule(SimulatedClock* clock, std::vector<Replica*> replicas) : clock_(clock) {
+    for (Replica* r : replicas) slots_.push_back(Slot{r, clock->Monotonic()});
+    next_sample_ = clock->Monotonic();
+  }
+
+  // Runs until monotonic time `end`, calling `observe` every 100ms and at
+  // every tick instant, before the ticks of that instant.
+  void RunUntil(absl::Duration end, const std::function<void()>& observe) {
+    while (true) {
+      absl::Duration at = next_sample_;
+      for (const Slot& slot : slots_) at = std::min(at, slot.next);
+      if (at > end) break;
+      if (at > clock_->Monotonic()) clock_->Advance(at - clock_->Monotonic());
+      observe();
+      if (at == next_sample_) next_sample_ += absl::Milliseconds(100);
+      for (Slot& slot : slots_) {
+        if (slot.next > at) continue;
+        slot.ticks.push_back(clock_->Monotonic());
+        absl::Duration wait = slot.replica->elector.Tick();
+        slot.waits.push_back(wait);
+        slot.next = clock_->Monotonic() + wait;
+      }
+    }
+    if (end > clock_->Monotonic()) clock_->Advance(end - clock_->Monotonic());
+  }
+
+  // When replica `i` (in the order given) started each tick, and what each
+  // tick returned.
+  const std::vector<absl::Duration>& Ticks(size_t i) const { return slots_[i].ticks; }
+  const std::vector<absl::Duration>& Waits(size_t i) const { return slots_[i].waits; }
+
+ private:
+  struct Slot {
+    Replica* replica;
+    absl::Duration next;
+    std::vector<absl::Duration> ticks;
+    std::vector<absl::Duration> waits;
+  };
+  SimulatedClock* const clock_;
+  std::vector<Slot> slots_;
+  absl::Duration next_sample_;
+};
+
+// What SharedOutage() saw.
+struct OutageRun {
+  // Tick instants of a and b from the moment the store came back.
+  std::vector<absl::Duration> a_after, b_after;
+  // Every wait either returned.
+  std::vector<absl::Duration> waits;
+};
+
+// a and b start together on one store, lead and follow for 20s, lose the
+// store together for 40s (long enough for both leases to expire), and get
+// it back for 30s. Checks safety all along: never two leaders, and the
+// leader stops leading within the renew deadline of its last tick before the
+// outage (its last successful renewal), whatever its waits.
+OutageRun SharedOutage(SimulatedClock& clock, FakeStore& store, Replica& a, Replica& b) {
+  const absl::Duration start = clock.Monotonic();
+  Schedule schedule(&clock, {&a, &b});
+  auto no_two_leaders = [&] {
+    ASSERT_FALSE(a.elector.Current().is_leader && b.elector.Current().is_leader)
+        << "two leaders at " << clock.Monotonic() - start;
+  };
+  schedule.RunUntil(start + absl::Seconds(20), no_two_leaders);
+  EXPECT_TRUE(a.elector.Current().is_leader);
+  EXPECT_EQ(b.elector.Current().leader_id, "a");
+  const absl::Duration last_renewal = schedule.Ticks(0).back();
+
+  a.backend.SetUnreachable(true);
+  b.backend.SetUnreachable(true);
+  schedule.RunUntil(start + absl::Seconds(60), [&] {
+    no_two_leaders();
+    if (clock.Monotonic() >= last_renewal + absl::Seconds(10)) {
+      ASSERT_FALSE(a.elector.Current().is_leader)
+          << "still leading " << clock.Monotonic() - last_renewal << " after its last renewal";
+    }
+  });
+  EXPECT_EQ(store.KeyCount(), 0);  // both leases expired in the store
+
+  a.backend.SetUnreachable(false);
+  b.backend.SetUnreachable(false);
+  const size_t a_from = schedule.Ticks(0).size(), b_from = schedule.Ticks(1).size();
+  schedule.RunUntil(start + absl::Seconds(90), no_two_leaders);
+  EXPECT_NE(a.elector.Current().is_leader, b.elector.Current().is_leader);
+
+  OutageRun run;
+  run.a_after.assign(schedule.Ticks(0).begin() + a_from, schedule.Ticks(0).end());
+  run.b_after.assign(schedule.Ticks(1).begin() + b_from, schedule.Ticks(1).end());
+  for (size_t i : {0, 1}) {
+    run.waits.insert(run.waits.end(), schedule.Waits(i).begin(), schedule.Waits(i).end());
+  }
+  return run;
+}
+
+// Shortest time between a tick of one list and a tick of the other.
+absl::Duration ClosestTicks(const std::vector<absl::Duration>& x,
+                            const std::vector<absl::Duration>& y) {
+  absl::Duration closest = absl::InfiniteDuration();
+  for (absl::Duration tx : x) {
+    for (absl::Duration ty : y) closest = std::min(closest, absl::AbsDuration(tx - ty));
+  }
+  return closest;
+}
+
+TEST_F(LeaseElectorTest, JitterKeepsReplicasFromRetryingTogetherAfterASharedOutage) {
+  Replica a("a", &store_, &clock_, /*seed=*/1);
+  Replica b("b", &store_, &clock_, /*seed=*/2);
+  OutageRun run = SharedOutage(clock_, store_, a, b);
+
+  // Once the store is back, no attempt of a falls at the instant of one of
+  // b's: not the first after the outage, nor any since.
+  ASSERT_GE(run.a_after.size(), 10u);
+  ASSERT_GE(run.b_after.size(), 10u);
+  EXPECT_GT(ClosestTicks(run.a_after, run.b_after), absl::ZeroDuration());
+  EXPECT_NE(run.a_after.front(), run.b_after.front());
+
+  // Every wait (leading, following, failing, campaigning) within the jitter
+  // range, and spread over it.
+  absl::Duration shortest = absl::InfiniteDuration(), longest = absl::ZeroDuration();
+  for (absl::Duration wait : run.waits) {
+    EXPECT_GE(wait, absl::Milliseconds(1600));
+    EXPECT_LE(wait, absl::Milliseconds(2400));
+    shortest = std::min(shortest, wait);
+    longest = std::max(longest, wait);
+  }
+  EXPECT_LT(shortest, absl::Milliseconds(1800));
+  EXPECT_GT(longest, absl::Milliseconds(2200));
+}
+
+// The control for the test above: the same run with the same draws for both
+// replicas (as without jitter) has them retry at the very same instants,
+// every time.
+TEST_F(LeaseElectorTest, WithTheSameDrawsReplicasRetryTogetherAfterASharedOutage) {
+  Replica a("a", &store_, &clock_, /*seed=*/7);
+  Replica b("b", &store_, &clock_, /*seed=*/7);
+  OutageRun run = SharedOutage(clock_, store_, a, b);
+  ASSERT_GE(run.a_after.size(), 10u);
+  EXPECT_EQ(run.a_after, run.b_after);
+}
+
+// A healthy leader that always draws the longest wait keeps its term: the
+// jitter lengthens waits only while the next renewal stays well inside the
+// renew deadline.
+TEST_F(LeaseElectorTest, JitteredRenewalsKeepAHealthyLeader) {
+  struct Case {
+    const char* name;
+    absl::Duration retry_period;
+    // The longest wait the leader may be given.
+    absl::Duration longest;
+  };
+  for (const Case& c : {
+           // Defaults: the whole jitter range, up to 1.2 * 2s, far inside 10s.
+           Case{"defaults", absl::Seconds(2), absl::Milliseconds(2400)},
+           // A retry period close to the deadline: 1.2 * 9s would renew after
+           // the 10s deadline; capped at the retry period.
+           Case{"tight", absl::Seconds(9), absl::Seconds(9)},
+       }) {
+    SCOPED_TRACE(c.name);
+    SimulatedClock clock;
+    FakeStore store(clock);
+    LeaseElector::Options options = MakeOptions("a");
+    options.retry_period = c.retry_period;
+    ASSERT_TRUE(LeaseElector::Validate(options).ok());
+    Replica a(options, &store, &clock, std::make_unique<FixedRandom>(0.999999));
+    // Per call: a step (grant, create, read; later renew, read) takes 400ms
+    // to 600ms.
+    a.backend.SetLatency(absl::Milliseconds(200));
+    Schedule schedule(&clock, {&a});
+    const absl::Duration start = clock.Monotonic();
+    schedule.RunUntil(start + absl::Milliseconds(1), [] {});
+    Leadership first = a.elector.Current();
+    ASSERT_TRUE(first.is_leader);
+    int64_t lease = LeaseOf(store, first);
+
+    schedule.RunUntil(start + absl::Minutes(10), [&] {
+      ASSERT_TRUE(a.elector.Current().is_leader) << "at " << clock.Monotonic() - start;
+    });
+    Leadership last = a.elector.Current();
+    EXPECT_TRUE(last.is_leader);
+    EXPECT_EQ(last.transitions, 1u);
+    EXPECT_EQ(last.term, first.term);
+    EXPECT_EQ(LeaseOf(store, last), lease);
+    ASSERT_GE(schedule.Waits(0).size(), 50u);
+    for (absl::Duration wait : schedule.Waits(0)) {
+      EXPECT_GT(wait, c.retry_period * 0.8);
+      EXPECT_LE(wait, c.longest);
+    }
+    // Each renewal (sent as its tick starts) comes before the deadline of the
+    // one before (or of the grant, sent as the first tick started).
+    const std::vector<absl::Duration>& ticks = schedule.Ticks(0);
+    for (size_t i = 1; i < ticks.size(); ++i) {
+      EXPECT_LE(ticks[i] - ticks[i - 1], c.longest + absl::Milliseconds(600));
+      EXPECT_LT(ticks[i] - ticks[i - 1], absl::Seconds(10));
+    }
+  }
+}
+
+// A leader whose renewals fail, always drawing the longest wait: within a
+// retry period or two of its deadline its waits are capped at the retry
+// period (no later than without jitter), it makes as many attempts before the
+// deadline as it would without jitter, and it stops leading exactly at the
+// deadline.
+TEST_F(LeaseElectorTest, JitteredRetriesOfAFailingLeaderAreCappedNearItsDeadline) {
+  Replica a(MakeOptions("a"), &store_, &clock_, std::make_unique<FixedRandom>(0.999999));
+  Schedule schedule(&clock_, {&a});
+  const absl::Duration start = clock_.Monotonic();
+  schedule.RunUntil(start, [] {});
+  ASSERT_TRUE(a.elector.Current().is_leader);
+  const absl::Duration renewed = schedule.Ticks(0).back();
+  a.backend.SetUnreachable(true);
+  std::optional<absl::Duration> stopped;
+  schedule.RunUntil(start + absl::Seconds(12), [&] {
+    if (!stopped && !a.elector.Current().is_leader) stopped = clock_.Monotonic();
+  });
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(*stopped, renewed + absl::Seconds(10));
+
+  // Attempts before the deadline: without jitter at 2, 4, 6 and 8s.
+  std::vector<absl::Duration> attempts;
+  for (absl::Duration tick : schedule.Ticks(0)) {
+    if (tick > renewed && tick < renewed + absl::Seconds(10)) attempts.push_back(tick - renewed);
+  }
+  EXPECT_GE(attempts.size(), 4u);
+  ASSERT_FALSE(attempts.empty());
+  EXPECT_GT(attempts.front(), absl::Milliseconds(2300));  // far from it: jittered up
+  // Each wait is at most max(retry period, time left - retry period): longer
+  // than the retry period only while a full retry period would remain.
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    absl::Duration left = absl::Seconds(10) - attempts[i];
+    absl::Duration wait = schedule.Waits(0)[i + 1];
+    EXPECT_LE(wait, std::max(absl::Seconds(2), left - absl::Seconds(2))) << "attempt " << i;
+  }
+}
+
 TEST(LeaseElectorThreadTest, StartTicksAndStopIsPrompt) {
   FakeStore store(Clock::Real());
   FakeElectionBackend backend(&store, nullptr);
@@ -701,7 +980,7 @@ TEST(LeaseElectorThreadTest, StartTicksAndStopIsPrompt) {
   options.lease_duration = absl::Seconds(120);
   options.renew_deadline = absl::Seconds(90);
   options.retry_period = absl::Seconds(60);
-  LeaseElector elector(options, &backend, Clock::Real(), &metrics);
+  LeaseElector elector(options, &backend, Clock::Real(), Random::Real(), &metrics);
   absl::Notification leading;
   elector.OnChange([&](const Leadership& l) {
     if (l.is_leader && !leading.HasBeenNotified()) leading.Notify();
@@ -759,7 +1038,14 @@ INSTANTIATE_TEST_SUITE_P(
                      false},
         ValidateCase{"EmptyPrefix", [](LeaseElector::Options& o) { o.prefix.clear(); }, false},
         ValidateCase{"PrefixWithoutSlash",
-                     [](LeaseElector::Options& o) { o.prefix = "/holdfast/election"; }, false}),
+                     [](LeaseElector::Options& o) { o.prefix = "/holdfast/election"; }, false},
+        ValidateCase{"NoJitter", [](LeaseElector::Options& o) { o.retry_jitter = 0; }, true},
+        ValidateCase{"LargeJitter", [](LeaseElector::Options& o) { o.retry_jitter = 0.9; }, true},
+        ValidateCase{"JitterOne", [](LeaseElector::Options& o) { o.retry_jitter = 1; }, false},
+        ValidateCase{"NegativeJitter", [](LeaseElector::Options& o) { o.retry_jitter = -0.1; },
+                     false},
+        ValidateCase{"NanJitter",
+                     [](LeaseElector::Options& o) { o.retry_jitter = std::nan(""); }, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
