@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 from hf_etcd import EtcdCluster, FaultProxy, which_etcd  # noqa: E402
 from hf_gateway import route, to_yaml, upstream, virtual_service  # noqa: E402
 from hf_process import ProcessSet, environ_without_grpc  # noqa: E402
-from hf_replica import LEASE_DURATION, RETRY_PERIOD, Store  # noqa: E402
+from hf_replica import LEASE_DURATION, RETRY_JITTER, RETRY_PERIOD, Store  # noqa: E402
 from hf_world import Backend, Binaries, XdsClient  # noqa: E402
 
 NS = "chaos"
@@ -228,7 +228,8 @@ class Deployment:
                 raise SystemExit(f"missing binary {p} (set HOLDFAST_BUILD_DIR)")
         fleet_bin = build_fleet()
         self.history.add("run_start", profile=self.profile, pid=os.getpid(),
-                         lease=LEASE_DURATION, retry=RETRY_PERIOD)
+                         lease=LEASE_DURATION, retry=RETRY_PERIOD,
+                         retry_jitter=RETRY_JITTER)
         self.etcd = EtcdCluster(self.procs, self.out / "etcd", size=3).start()
         self.store = Store(self.procs, self.binaries.holdfast, self.etcd, self.out / "store")
         self.history.add("prefix", prefix=self.store.prefix)

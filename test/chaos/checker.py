@@ -29,7 +29,8 @@ Checks:
                         under another writer's name)
   leader_after_store    after the store came back, exactly one leader, agreed
                         on by every live replica, within lease + retry
-                        period + 1 s (one round trip and the poll interval)
+                        period (at its longest jittered draw) + 1 s (one
+                        round trip and the poll interval)
   snapshot_never_corrupt  no replica reported a damaged snapshot file
                         (restore_error other than "no snapshot file",
                         holdfast_snapshot_file_damaged_total > 0)
@@ -361,7 +362,8 @@ def check_leader_after_store(events):
     run = by_kind(events, "run_start")
     lease = run[0].get("lease", 4.0) if run else 4.0
     retry = run[0].get("retry", 1.0) if run else 1.0
-    bound = lease + retry + RTT_AND_POLL
+    jitter = run[0].get("retry_jitter", 0.0) if run else 0.0
+    bound = lease + retry * (1 + jitter) + RTT_AND_POLL
     tl = Timeline(events)
     bad, vals = [], []
     heals = [h for h in by_kind(events, "fault_end") if h["fault"] in STORE_FAULTS]

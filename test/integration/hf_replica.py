@@ -29,6 +29,8 @@ from hf_world import START_TIMEOUT, XdsClient, assert_no_nack
 LEASE_DURATION = 4.0
 RENEW_DEADLINE = 3.0
 RETRY_PERIOD = 1.0
+# holdfast's elector waits 0.8-1.2 x the retry period (LeaseElector retry_jitter).
+RETRY_JITTER = 0.2
 # A failover: the dead leader's lease runs out, a follower notices on its
 # next retry, then writes statuses. Slack for two loaded cores.
 FAILOVER_TIMEOUT = LEASE_DURATION + RETRY_PERIOD + 25.0
