@@ -50,9 +50,15 @@ std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
   }
   if (!healthy_) LogInfo("directory %s readable again", directory_);
   healthy_ = true;
-  const bool confirmed = previous_.has_value() && *scan == *previous_;
+  bool confirmed = previous_.has_value() && *scan == *previous_;
+  if (!confirmed && previous_.has_value() && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
+    // Still changing: settle for the same names.
+    confirmed = std::equal(scan->begin(), scan->end(), previous_->begin(), previous_->end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; });
+  }
   previous_ = *std::move(scan);
   if (!confirmed) return std::nullopt;
+  unconfirmed_polls_ = 0;
   return previous_;
 }
 

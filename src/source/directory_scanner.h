@@ -29,20 +29,38 @@ absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
 // next one confirms it. That debounces editors and multi-file copies, and
 // guards against listings taken while files are renamed into the directory,
 // which can miss entries (seen on tmpfs under churn) and would otherwise
-// withdraw live resources. Logs when the directory becomes unreadable and
-// readable again. Not thread-safe: one poller calls it.
+// withdraw live resources.
+//
+// While files keep changing faster than the poll interval, no two listings
+// are equal; waiting for one would publish nothing until the changes stop
+// (a benchmark rewriting endpoints every 100 ms saw a minute with no push).
+// So after `max_unconfirmed_polls` polls without a stable listing, a listing
+// whose file *names* the previous one confirms is handed over anyway: names
+// are what a listing torn by renames gets wrong; contents are read per file.
+//
+// Logs when the directory becomes unreadable and readable again. Not
+// thread-safe: one poller calls it.
 class ConfirmedScanner {
  public:
-  ConfirmedScanner(std::string directory, std::vector<std::string> extensions)
-      : directory_(std::move(directory)), extensions_(std::move(extensions)) {}
+  static constexpr int kDefaultMaxUnconfirmedPolls = 4;
 
-  // A listing equal to the previous call's, or nullopt.
+  ConfirmedScanner(std::string directory, std::vector<std::string> extensions,
+                   int max_unconfirmed_polls = kDefaultMaxUnconfirmedPolls)
+      : directory_(std::move(directory)),
+        extensions_(std::move(extensions)),
+        max_unconfirmed_polls_(max_unconfirmed_polls) {}
+
+  // A listing equal to the previous call's; or, after max_unconfirmed_polls
+  // calls without one, a listing with the same names as the previous call's;
+  // else nullopt.
   std::optional<std::map<std::string, FileFingerprint>> Poll();
 
  private:
   const std::string directory_;
   const std::vector<std::string> extensions_;
+  const int max_unconfirmed_polls_;
   bool healthy_ = true;
+  int unconfirmed_polls_ = 0;
   std::optional<std::map<std::string, FileFingerprint>> previous_;
 };
 

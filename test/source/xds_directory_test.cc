@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "src/source/directory_scanner.h"
 #include "src/source/envoy_file_parser.h"
 #include "src/source/envoy_validation.h"
 
@@ -228,6 +229,48 @@ TEST_F(XdsDirectoryTest, DeletedFilesRemoveTheirResourcesAndUnchangedInputPublis
   EXPECT_EQ(published_.size(), 2u);
   EXPECT_EQ(Find(type_url::kCluster, "backend"), nullptr);
   EXPECT_NE(Find(type_url::kClusterLoadAssignment, "backend"), nullptr);
+}
+
+TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "scanner";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  int writes = 0;
+  auto write = [&](const std::string& name) {
+    std::ofstream(dir / name) << std::string(++writes, 'x');  // a new size every time
+  };
+  write("a.yaml");
+  write("b.yaml");
+  ConfirmedScanner scanner(dir.string(), {".yaml"}, /*max_unconfirmed_polls=*/3);
+  EXPECT_FALSE(scanner.Poll().has_value()) << "a first listing waits for confirmation";
+  auto stable = scanner.Poll();
+  ASSERT_TRUE(stable.has_value());
+  EXPECT_EQ(stable->size(), 2u);
+
+  // b changes before every poll: no two listings agree, yet after three
+  // polls a listing with the confirmed names is handed over.
+  int handed_over = 0;
+  for (int poll = 1; poll <= 6; ++poll) {
+    write("b.yaml");
+    auto listing = scanner.Poll();
+    if (listing.has_value()) {
+      ++handed_over;
+      EXPECT_EQ(listing->size(), 2u);
+      EXPECT_EQ(poll % 3, 0) << "handed over after every third unconfirmed poll";
+    }
+  }
+  EXPECT_EQ(handed_over, 2);
+
+  // A listing whose names the next one does not confirm is never handed over.
+  for (int poll = 1; poll <= 6; ++poll) {
+    if (poll % 2 == 1) {
+      std::filesystem::remove(dir / "a.yaml");
+    } else {
+      write("a.yaml");
+    }
+    write("b.yaml");
+    EXPECT_FALSE(scanner.Poll().has_value()) << "poll " << poll;
+  }
 }
 
 }  // namespace
