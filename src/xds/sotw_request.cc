@@ -58,16 +58,10 @@ absl::Status ParseSotwRequest(absl::string_view bytes, SotwRequest* request,
         if (field == kResourceNames) request->resource_names.push_back(value);
         break;
       case kNode: {
-        envoy::config::core::v3::Node parsed;
-        if (!parsed.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return Malformed("node");
-        }
-        // Repeated embedded messages merge, as in protobuf.
-        if (node->has_value()) {
-          (*node)->MergeFrom(parsed);
-        } else {
-          *node = std::move(parsed);
-        }
+        // A repeated embedded message is parsed into the same object, as
+        // protobuf does (MergeFrom would differ: it skips empty strings).
+        if (!node->has_value()) node->emplace();
+        if (!(*node)->MergeFromString(std::string(value))) return Malformed("node");
         break;
       }
       case kErrorDetail: {
