@@ -4,7 +4,6 @@
 // of a hot message in place, without a message object.
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -103,48 +102,5 @@ class WireReader {
   int wire_type_ = 0;
   bool ok_ = true;
 };
-
-// Whether `text` is well-formed UTF-8 (what protobuf requires of a string).
-inline bool IsValidUtf8(absl::string_view text) {
-  size_t i = 0;
-  // Resource names are nearly always ASCII: skip 8 bytes at a time.
-  while (i + 8 <= text.size()) {
-    uint64_t word;
-    std::memcpy(&word, text.data() + i, 8);
-    if (word & 0x8080808080808080ull) break;
-    i += 8;
-  }
-  while (i < text.size()) {
-    const uint8_t c = static_cast<uint8_t>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) {
-      n = 2, cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 3, cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 4, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n > text.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      const uint8_t next = static_cast<uint8_t>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (next & 0x3f);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
-      return false;
-    }
-    i += n;
-  }
-  return true;
-}
 
 }  // namespace holdfast

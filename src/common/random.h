@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <random>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
@@ -41,5 +44,26 @@ inline Random& Random::Real() {
   static Random* const real = new random_internal::BitGenRandom;
   return *real;
 }
+
+// Deterministic draws for tests: a Mersenne Twister, whose output the C++
+// standard fixes for a given seed.
+class SeededRandom : public Random {
+ public:
+  explicit SeededRandom(uint32_t seed) : gen_(seed) {}
+  double Fraction() override { return static_cast<double>(gen_()) / 4294967296.0; }
+
+ private:
+  std::mt19937 gen_;
+};
+
+// The same draw every time, for tests.
+class FixedRandom : public Random {
+ public:
+  explicit FixedRandom(double fraction) : fraction_(fraction) {}
+  double Fraction() override { return fraction_; }
+
+ private:
+  const double fraction_;
+};
 
 }  // namespace holdfast

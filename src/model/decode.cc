@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
+#include "src/common/utf8.h"
 #include "src/model/yaml_cursor.h"
 #include "src/model/yaml_load.h"
 #include "src/snapshot/resource.h"
@@ -437,41 +438,6 @@ std::string GatewayObject::kind() const {
     case 4: return kind::kSecret;
   }
   return "";
-}
-
-// Offset of the first byte that does not belong to well-formed UTF-8, or
-// npos. YAML text is Unicode; bytes that are not would otherwise reach names
-// and domains, and from there protobuf strings and JSON output.
-size_t InvalidUtf8Offset(absl::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t extra;
-    uint32_t code;
-    if ((c & 0xe0) == 0xc0) {
-      extra = 1, code = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      extra = 2, code = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      extra = 3, code = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + extra >= text.size()) return i;
-    for (size_t k = 1; k <= extra; ++k) {
-      unsigned char next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return i;
-      code = (code << 6) | (next & 0x3f);
-    }
-    static constexpr uint32_t kMinimum[] = {0, 0x80, 0x800, 0x10000};
-    if (code < kMinimum[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return i;
-    i += extra + 1;
-  }
-  return absl::string_view::npos;
 }
 
 DecodedFile DecodeObjects(const std::string& contents, const std::string& file) {

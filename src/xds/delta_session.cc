@@ -10,10 +10,6 @@ namespace {
 
 using envoy::service::discovery::v3::DeltaDiscoveryRequest;
 
-bool SameSelection(const Selection& a, const Selection& b) {
-  return a.wildcard == b.wildcard && a.names == b.names;
-}
-
 const ResourceListPtr& NoResources() {
   static const ResourceListPtr* empty = new ResourceListPtr(std::make_shared<ResourceList>());
   return *empty;
@@ -109,7 +105,7 @@ DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeStat
     return Diff{views_->Selected(snapshot_, type, selection), {}};
   }
   if (state.base == nullptr || !state.overrides.empty() ||
-      !SameSelection(selection, state.base_selection)) {
+      selection != state.base_selection) {
     return ComputePerStream(type, state);
   }
   // The common case: the client holds an earlier snapshot's view of the
@@ -179,15 +175,7 @@ void DeltaSession::Rebase(const std::string& type, TypeState& state,
 std::optional<Response> DeltaSession::NextResponse() {
   if (snapshot_ == nullptr) return std::nullopt;
 
-  std::vector<const std::string*> order;
-  for (const auto& [type, state] : types_) {
-    if (state.dirty) order.push_back(&type);
-  }
-  std::stable_sort(order.begin(), order.end(), [](const std::string* a, const std::string* b) {
-    return AdsTypeRank(*a) < AdsTypeRank(*b);
-  });
-
-  for (const std::string* type_ptr : order) {
+  for (const std::string* type_ptr : DirtyTypesInAdsOrder(types_)) {
     const std::string& type = *type_ptr;
     TypeState& state = types_.find(type)->second;
     Diff diff = Compute(type, state);

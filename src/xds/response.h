@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,19 @@ struct Response {
 // Order in which an ADS stream sends types, so a proxy never sees a reference
 // before its target: clusters, endpoints, listeners, routes, then the rest.
 int AdsTypeRank(absl::string_view type_url);
+// The types in `types` (type URL -> state with a `dirty` flag) that may owe
+// a response, in AdsTypeRank order.
+template <typename TypeStates>
+std::vector<const std::string*> DirtyTypesInAdsOrder(const TypeStates& types) {
+  std::vector<const std::string*> order;
+  for (const auto& [type, state] : types) {
+    if (state.dirty) order.push_back(&type);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const std::string* a, const std::string* b) {
+    return AdsTypeRank(*a) < AdsTypeRank(*b);
+  });
+  return order;
+}
 // Types whose SotW responses carry every resource (absence means deletion).
 bool IsFullStateType(absl::string_view type_url);
 // Types whose SotW responses carry only what changed since the last response

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/common/protowire.h"
+#include "src/common/utf8.h"
 
 namespace holdfast {
 namespace {

@@ -5,14 +5,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
-namespace {
-
-bool SameSelection(const Selection& a, const Selection& b) {
-  return a.wildcard == b.wildcard && a.names == b.names;
-}
-
-}  // namespace
-
 SotwSession::SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
                          XdsStats* stats, ViewCache* views)
     : fixed_type_url_(std::move(fixed_type_url)),
@@ -74,7 +66,7 @@ std::optional<SotwSession::Desired> SotwSession::Compute(const std::string& type
     // instead of leaving it to wait out its does-not-exist timer.
     const bool tell_absent = IsFullStateType(type) && !selection.wildcard &&
                              state.sent_snapshot != nullptr &&
-                             !SameSelection(selection, state.sent_selection);
+                             selection != state.sent_selection;
     if (!tell_absent) return std::nullopt;
   }
   // Nothing to say about names that do not exist yet, unless the type's
@@ -92,7 +84,7 @@ std::optional<SotwSession::Desired> SotwSession::ComputeIncremental(const std::s
   ResourceListPtr list;
   if (state.sent_snapshot == nullptr) {
     list = views_->Selected(snapshot_, type, selection);  // the first answer: everything asked for
-  } else if (SameSelection(selection, state.sent_selection)) {
+  } else if (selection == state.sent_selection) {
     if (state.sent_snapshot == snapshot_) return std::nullopt;
     list = views_->Changed(state.sent_snapshot, snapshot_, type, selection);
   } else {
@@ -138,15 +130,7 @@ bool SotwSession::AnyPending(std::initializer_list<absl::string_view> types) con
 std::optional<Response> SotwSession::NextResponse() {
   if (snapshot_ == nullptr) return std::nullopt;  // never answer before there is config
 
-  std::vector<const std::string*> order;
-  for (const auto& [type, state] : types_) {
-    if (state.dirty) order.push_back(&type);
-  }
-  std::stable_sort(order.begin(), order.end(), [](const std::string* a, const std::string* b) {
-    return AdsTypeRank(*a) < AdsTypeRank(*b);
-  });
-
-  for (const std::string* type_ptr : order) {
+  for (const std::string* type_ptr : DirtyTypesInAdsOrder(types_)) {
     const std::string& type = *type_ptr;
     TypeState& state = types_.find(type)->second;
     std::optional<Desired> desired = Compute(type, state);

@@ -27,6 +27,10 @@ struct Selection {
   bool wildcard = false;
   NameSetPtr names;  // ignored when wildcard
   bool Selects(absl::string_view name) const { return wildcard || names->contains(name); }
+  // Interned name sets: equal sets are the same pointer.
+  bool operator==(const Selection& other) const {
+    return wildcard == other.wildcard && names == other.names;
+  }
 };
 
 // Memoized views of snapshots, shared by all sessions of a server so that a

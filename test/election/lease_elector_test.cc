@@ -26,27 +26,6 @@ namespace {
 
 constexpr char kPrefix[] = "/holdfast/election/";
 
-// Deterministic draws: a Mersenne Twister, whose output the C++ standard
-// fixes for a given seed.
-class SeededRandom : public Random {
- public:
-  explicit SeededRandom(uint32_t seed) : gen_(seed) {}
-  double Fraction() override { return static_cast<double>(gen_()) / 4294967296.0; }
-
- private:
-  std::mt19937 gen_;
-};
-
-// The same draw every time.
-class FixedRandom : public Random {
- public:
-  explicit FixedRandom(double fraction) : fraction_(fraction) {}
-  double Fraction() override { return fraction_; }
-
- private:
-  const double fraction_;
-};
-
 // An in-memory etcd for election: leases expiring on a clock (measured from
 // when a grant or renewal reaches the store), keys bound to leases and deleted
 // with them, and a revision bumped by every create and delete.

@@ -16,27 +16,6 @@ namespace {
 
 using testing::EtcdTestServer;
 
-// Deterministic draws: a Mersenne Twister, whose output the C++ standard
-// fixes for a given seed.
-class SeededRandom : public Random {
- public:
-  explicit SeededRandom(uint32_t seed) : gen_(seed) {}
-  double Fraction() override { return static_cast<double>(gen_()) / 4294967296.0; }
-
- private:
-  std::mt19937 gen_;
-};
-
-// The same draw every time.
-class FixedRandom : public Random {
- public:
-  explicit FixedRandom(double fraction) : fraction_(fraction) {}
-  double Fraction() override { return fraction_; }
-
- private:
-  const double fraction_;
-};
-
 ObjectStatus Rejected(const ObjectKey& key, const std::string& message) {
   ObjectStatus status;
   status.key = key;
