@@ -10,12 +10,14 @@
 
 namespace holdfast {
 
-// One campaigning replica: its election key, the key's value and the store
-// revision at which the key was created (the term it leads with, if it leads).
+// One campaigning replica: its election key, the key's value, the store
+// revision at which the key was created (the term it leads with, if it leads)
+// and the lease the key is bound to.
 struct Candidate {
   std::string key;
   std::string replica_id;
   int64_t create_revision = 0;
+  int64_t lease_id = 0;
 };
 
 // The store operations leader election needs: leases, and keys bound to them

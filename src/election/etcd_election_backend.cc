@@ -56,7 +56,7 @@ absl::StatusOr<std::optional<Candidate>> EtcdElectionBackend::FirstCandidate(
   if (first.kvs().empty()) return std::nullopt;
   const mvccpb::KeyValue& kv = first.kvs(0);
   return Candidate{.key = kv.key(), .replica_id = kv.value(),
-                   .create_revision = kv.create_revision()};
+                   .create_revision = kv.create_revision(), .lease_id = kv.lease()};
 }
 
 }  // namespace holdfast

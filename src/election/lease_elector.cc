@@ -143,6 +143,7 @@ void LeaseElector::Step() {
   int64_t lease;
   std::string key;
   int64_t revision;
+  int64_t first_revision;
   uint64_t generation;
   std::vector<int64_t> dropped;
   {
@@ -156,6 +157,7 @@ void LeaseElector::Step() {
     lease = lease_id_;
     key = own_key_;
     revision = own_revision_;
+    first_revision = first_own_revision_;
     generation = generation_;
   }
   RevokeDropped(std::move(dropped));
@@ -208,9 +210,33 @@ void LeaseElector::Step() {
       return;
     }
     own_revision_ = *created;
+    if (first_own_revision_ == 0) first_own_revision_ = *created;
+    first_revision = first_own_revision_;
   }
 
   absl::StatusOr<std::optional<Candidate>> first = backend_->FirstCandidate(options_.prefix);
+  // A key under our replica id that predates this process's first candidacy
+  // was left by an earlier process of this replica, killed before it could
+  // resign. Nobody renews it, but it would stay first in line until its lease
+  // expired, which etcd restarts whenever it elects a raft leader, so nobody
+  // would lead for a whole lease. Revoking it is what the earlier process
+  // would have done; a live process under a duplicate id (a misconfiguration)
+  // loses one candidacy and campaigns again with a newer key, which this
+  // rule leaves alone.
+  for (int revoked = 0; revoked < kMaxLeftoversPerStep && first.ok() && first->has_value() &&
+                        IsLeftover(**first, first_revision);
+       ++revoked) {
+    LogInfo("election: replica %s revoking %s (term %d), left by an earlier process of this "
+            "replica",
+            options_.replica_id, (*first)->key, (*first)->create_revision);
+    absl::Status status = backend_->RevokeLease((*first)->lease_id);
+    if (!status.ok() && !absl::IsNotFound(status)) {
+      absl::MutexLock lock(&mu_);
+      NoteErrorLocked("revoke a leftover election key", status);
+      return;
+    }
+    first = backend_->FirstCandidate(options_.prefix);
+  }
   absl::MutexLock lock(&mu_);
   if (generation_ != generation) return;
   if (!first.ok()) {
@@ -242,6 +268,11 @@ void LeaseElector::Step() {
   }
   SetLeaderLocked(leading, first->has_value() ? "another candidate's key is first"
                                                 : "our election key is gone");
+}
+
+bool LeaseElector::IsLeftover(const Candidate& candidate, int64_t first_own_revision) const {
+  return candidate.replica_id == options_.replica_id && first_own_revision != 0 &&
+         candidate.create_revision < first_own_revision && candidate.lease_id != 0;
 }
 
 void LeaseElector::RevokeDropped(std::vector<int64_t> leases) {

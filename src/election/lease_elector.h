@@ -46,7 +46,11 @@ struct Leadership {
 // renewal was sent `renew_deadline` ago or more (by its own monotonic clock)
 // stops acting as leader, and since renew_deadline < lease_duration it does
 // so before the store can expire its lease and let another replica lead. It
-// then campaigns again with a new lease; it never gives up.
+// then campaigns again with a new lease; it never gives up. A key under this
+// replica's id older than this process's first candidacy is a leftover of an
+// earlier, killed process of the same replica and is revoked at once, so
+// replica ids must be unique among live processes (as Kubernetes lease
+// holders' identities are).
 //
 // Thread-safe. Tick() is driven by Start()'s thread, or directly by tests on a
 // SimulatedClock (then Start() is never called).
@@ -132,6 +136,13 @@ class LeaseElector {
   absl::Duration NextWait(double fraction) const ABSL_LOCKS_EXCLUDED(mu_);
   // Revokes leases dropped earlier, best effort.
   void RevokeDropped(std::vector<int64_t> leases);
+  // True for an election key of this replica's id created before this
+  // process's first candidacy (`first_own_revision`, 0 until there is one):
+  // an earlier process of this replica left it. See Step().
+  bool IsLeftover(const Candidate& candidate, int64_t first_own_revision) const;
+  // Bounds the revoke-and-reread loop of one Step(); one killed process
+  // leaves one key, so more than this is not expected.
+  static constexpr int kMaxLeftoversPerStep = 4;
   // Calls listeners with queued transitions; returns at once when another
   // thread (or a caller up this thread's stack) is already delivering them.
   void DeliverEvents() ABSL_LOCKS_EXCLUDED(mu_);
@@ -164,6 +175,9 @@ class LeaseElector {
   int64_t lease_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::string own_key_ ABSL_GUARDED_BY(mu_);
   int64_t own_revision_ ABSL_GUARDED_BY(mu_) = 0;
+  // The create revision of the first election key this process made; keys of
+  // our replica id older than it are leftovers (IsLeftover()).
+  int64_t first_own_revision_ ABSL_GUARDED_BY(mu_) = 0;
   // Monotonic time the last successful renewal (or the grant) was sent.
   absl::Duration last_renew_sent_ ABSL_GUARDED_BY(mu_);
   // Bumped whenever the candidacy is dropped, so a Step() whose backend call

@@ -70,7 +70,7 @@ class FakeStore {
     for (const auto& [key, entry] : keys_) {
       if (!absl::StartsWith(key, prefix)) continue;
       if (!first || entry.create_revision < first->create_revision) {
-        first = Candidate{key, entry.value, entry.create_revision};
+        first = Candidate{key, entry.value, entry.create_revision, entry.lease};
       }
     }
     return first;
@@ -552,6 +552,68 @@ TEST_F(LeaseElectorTest, LeaseDroppedDuringAnOutageIsRevokedOnceTheStoreAnswers)
   EXPECT_FALSE(store_.LeaseAlive(old_lease));
   EXPECT_TRUE(a.elector.Current().is_leader);
   EXPECT_NE(LeaseOf(store_, a.elector.Current()), old_lease);
+}
+
+// The chaos suite found this too: a replica killed (no chance to resign)
+// leaves its election key first in line; etcd restarts the lease's TTL when it
+// elects a raft leader, so after a quorum loss nobody led for a whole lease.
+// The restarted process of that replica recognises the key as its own
+// leftover and revokes it.
+TEST_F(LeaseElectorTest, RestartedReplicaRevokesTheKeyItsKilledProcessLeft) {
+  int64_t leftover_lease;
+  {
+    Replica killed("a", &store_, &clock_);
+    killed.elector.Tick();
+    ASSERT_TRUE(killed.elector.Current().is_leader);
+    leftover_lease = LeaseOf(store_, killed.elector.Current());
+  }  // destroyed without Resign(), as SIGKILL would
+  Replica b("b", &store_, &clock_);
+  b.elector.Tick();
+  EXPECT_FALSE(b.elector.Current().is_leader);
+  EXPECT_EQ(b.elector.Current().leader_id, "a");
+
+  Replica restarted("a", &store_, &clock_);
+  clock_.Advance(absl::Seconds(1));
+  restarted.elector.Tick();
+  EXPECT_EQ(store_.EndedAt(leftover_lease), clock_.Monotonic());  // revoked, not expired
+  // b campaigned before the restarted process did, so b is next in line.
+  EXPECT_FALSE(restarted.elector.Current().is_leader);
+  EXPECT_EQ(restarted.elector.Current().leader_id, "b");
+  b.elector.Tick();
+  EXPECT_TRUE(b.elector.Current().is_leader);
+}
+
+TEST_F(LeaseElectorTest, AloneTheRestartedReplicaLeadsAtOnce) {
+  {
+    Replica killed("a", &store_, &clock_);
+    killed.elector.Tick();
+    ASSERT_TRUE(killed.elector.Current().is_leader);
+  }
+  Replica restarted("a", &store_, &clock_);
+  clock_.Advance(absl::Seconds(1));
+  restarted.elector.Tick();
+  EXPECT_TRUE(restarted.elector.Current().is_leader);
+  EXPECT_EQ(store_.KeyCount(), 1);
+}
+
+// Two live processes under one replica id (a misconfiguration) must not
+// revoke each other forever: only keys older than a process's first
+// candidacy count as leftovers, so the older process loses one candidacy
+// and then both settle.
+TEST_F(LeaseElectorTest, DuplicateReplicaIdsSettleAfterOneRevocation) {
+  Replica first("a", &store_, &clock_, /*seed=*/1);
+  first.elector.Tick();
+  ASSERT_TRUE(first.elector.Current().is_leader);
+  Replica second("a", &store_, &clock_, /*seed=*/2);
+  clock_.Advance(absl::Seconds(1));
+  second.elector.Tick();  // revokes first's key: it looks like a leftover
+  EXPECT_TRUE(second.elector.Current().is_leader);
+  TickRounds(5, {&first, &second});
+  EXPECT_TRUE(second.elector.Current().is_leader);
+  EXPECT_FALSE(first.elector.Current().is_leader);
+  EXPECT_EQ(store_.KeyCount(), 2);  // first campaigns again, and is left alone
+  EXPECT_EQ(first.elector.Current().transitions, 2u);
+  EXPECT_EQ(second.elector.Current().transitions, 1u);
 }
 
 TEST_F(LeaseElectorTest, FencedDuringATickDiscardsThatTicksResult) {

@@ -642,7 +642,8 @@ def test_restarted_replica_does_not_inherit_its_old_term(store):
     its old election key (same value, "a") still leads until the old lease
     runs out. The new process must not take the old key for its own: it
     leads only under its own key, and every status it writes carries that
-    key's create revision."""
+    key's create revision. It revokes the old key as a leftover of its
+    earlier process rather than waiting for the lease to run out."""
     s = store
     s.apply("objects.yaml", *upstreams(), echo_to("alpha"))
     a = s.replica("a")
@@ -657,6 +658,7 @@ def test_restarted_replica_does_not_inherit_its_old_term(store):
 
     a.kill()
     restarted_at = s.etcd.revision()
+    log_mark = a.log_size()
     a.start()
     a.wait_ready()
     s.apply("echo.yaml", virtual_service("echo", [route(name="default", upstream="ghost")],
@@ -666,6 +668,9 @@ def test_restarted_replica_does_not_inherit_its_old_term(store):
     new_term = view["term"]
     (new_key,) = [kv for kv in s.election_kvs() if kv.text() == "a"]
     assert new_key.key != old_key and new_key.create_revision == new_term, (new_key, old_key)
+    revoked = [line for line in a.log_lines_since(log_mark)
+               if "left by an earlier process" in line and old_key in line]
+    assert revoked, "the restarted a did not revoke its earlier process's key"
     wait_for(s.statuses,
              lambda st: (st.get(key_of("VirtualService", "echo"), {}).get("state"),
                          st.get(key_of("VirtualService", "echo"), {}).get("term"))
