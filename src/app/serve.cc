@@ -14,6 +14,7 @@
 #include "grpc/support/log.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
+#include "src/common/memory_trim.h"
 #include "src/common/random.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
@@ -356,9 +357,16 @@ int RunServe(const ServeOptions& options) {
     }
   }
 
+  // Every 10 s at most, after a publication or a stream coming or going.
+  MemoryTrimmer trimmer([&cache, &proxies] {
+    return cache.Current(cache.default_group()).sequence * 1'000'003 + proxies.size();
+  });
+  trimmer.Start(absl::Seconds(10));
+
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   LogInfo("received signal %d, shutting down", signal_number);
+  trimmer.Stop();
   (*admin)->Stop();
   if (xds_source) xds_source->Stop();
   if (directory_source) directory_source->Stop();

@@ -70,6 +70,8 @@ class WireReader {
   absl::string_view bytes() const { return bytes_; }
   uint64_t value() const { return value_; }
   bool ok() const { return ok_; }
+  // Where the next field starts.
+  const char* position() const { return rest_.data(); }
 
  private:
   bool ReadVarint(uint64_t* out) {

@@ -16,7 +16,7 @@
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
 #include "src/source/directory_scanner.h"
-#include "src/source/poller.h"
+#include "src/common/poller.h"
 
 namespace holdfast {
 

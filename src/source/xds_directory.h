@@ -15,7 +15,7 @@
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
 #include "src/source/directory_scanner.h"
-#include "src/source/poller.h"
+#include "src/common/poller.h"
 
 namespace holdfast {
 
