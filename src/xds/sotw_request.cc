@@ -30,8 +30,14 @@ SotwRequest SotwRequest::Of(const envoy::service::discovery::v3::DiscoveryReques
   request.version_info = message.version_info();
   request.type_url = message.type_url();
   request.response_nonce = message.response_nonce();
-  request.resource_names.assign(message.resource_names().begin(),
-                                message.resource_names().end());
+  if (!message.resource_names().empty()) {
+    auto wire = std::make_shared<std::string>();
+    for (const std::string& name : message.resource_names()) {
+      AppendLengthDelimited(kResourceNames, name, wire.get());
+    }
+    request.names_wire = *wire;
+    request.owned_names_wire_ = std::move(wire);
+  }
   request.has_error_detail = message.has_error_detail();
   request.error_code = message.error_detail().code();
   request.error_message = message.error_detail().message();
@@ -42,21 +48,27 @@ absl::Status ParseSotwRequest(absl::string_view bytes, SotwRequest* request,
                               std::optional<envoy::config::core::v3::Node>* node) {
   *request = SotwRequest();
   WireReader reader(bytes);
-  while (reader.Next()) {
+  const char* names_begin = nullptr;
+  const char* names_end = nullptr;
+  while (true) {
+    const char* field_begin = reader.position();
+    if (!reader.Next()) break;
     const int field = reader.field();
     const bool known = field >= kVersionInfo && field <= kErrorDetail;
     if (known && !reader.is_bytes()) return Malformed(absl::StrCat("field ", field));
     const absl::string_view value = reader.bytes();
     switch (field) {
+      case kResourceNames:
+        if (names_begin == nullptr) names_begin = field_begin;
+        names_end = value.data() + value.size();
+        break;
       case kVersionInfo:
       case kTypeUrl:
       case kResponseNonce:
-      case kResourceNames:
         if (!IsValidUtf8(value)) return Malformed(absl::StrCat("field ", field, " is not UTF-8"));
         if (field == kVersionInfo) request->version_info = value;
         if (field == kTypeUrl) request->type_url = value;
         if (field == kResponseNonce) request->response_nonce = value;
-        if (field == kResourceNames) request->resource_names.push_back(value);
         break;
       case kNode: {
         // A repeated embedded message is parsed into the same object, as
@@ -82,6 +94,24 @@ absl::Status ParseSotwRequest(absl::string_view bytes, SotwRequest* request,
       default:
         break;  // unknown fields are skipped, as protobuf does
     }
+  }
+  if (!reader.ok()) return Malformed("bad wire format");
+  if (names_begin != nullptr) {
+    request->names_wire = absl::string_view(names_begin, names_end - names_begin);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadResourceNames(absl::string_view names_wire,
+                               std::vector<absl::string_view>* names) {
+  names->clear();
+  WireReader reader(names_wire);
+  while (reader.Next()) {
+    if (reader.field() != kResourceNames) continue;  // read by ParseSotwRequest
+    if (!IsValidUtf8(reader.bytes())) {
+      return Malformed(absl::StrCat("field ", kResourceNames, " is not UTF-8"));
+    }
+    names->push_back(reader.bytes());
   }
   if (!reader.ok()) return Malformed("bad wire format");
   return absl::OkStatus();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,26 +15,41 @@ namespace holdfast {
 // The fields of a DiscoveryRequest a SotW session uses, viewing the bytes
 // they came from. A SotW ACK repeats every name the proxy subscribes to; at
 // fleet scale, parsing those into a message (one string allocation per name,
-// per ACK, per proxy) was most of the CPU a push cost, and an ACK whose names
-// are unchanged needs none of them copied.
+// per ACK, per proxy) was most of the CPU a push cost. So the names are not
+// read here: `names_wire` keeps their bytes, a session compares those with
+// the last ones it read, and only reads them (ReadResourceNames) when they
+// differ.
 struct SotwRequest {
   absl::string_view version_info;
   absl::string_view type_url;
   absl::string_view response_nonce;
-  std::vector<absl::string_view> resource_names;
+  // From the first resource_names field to the end of the last, any other
+  // fields between them included: equal bytes hold equal names. Empty when
+  // the request names nothing.
+  absl::string_view names_wire;
   bool has_error_detail = false;
   int error_code = 0;
   std::string error_message;
 
-  // Views `message`, which must outlive the result.
+  // Views `message`, which must outlive the result; names_wire views a
+  // serialization of its names that the result shares.
   static SotwRequest Of(const envoy::service::discovery::v3::DiscoveryRequest& message);
+
+ private:
+  std::shared_ptr<const std::string> owned_names_wire_;  // set by Of() only
 };
 
 // Reads a serialized DiscoveryRequest into `request` (viewing `bytes`, which
 // must outlive it) and its node, when it carries one, into `node`. Fails
-// like protobuf parsing would: on malformed bytes, and on strings that are
-// not UTF-8.
+// like protobuf parsing would, on malformed bytes and on strings that are
+// not UTF-8, except that the resource names' UTF-8 is checked by
+// ReadResourceNames.
 absl::Status ParseSotwRequest(absl::string_view bytes, SotwRequest* request,
                               std::optional<envoy::config::core::v3::Node>* node);
+
+// The resource names in a request's `names_wire`, in order, viewing it.
+// Fails, as protobuf would, on a name that is not UTF-8.
+absl::Status ReadResourceNames(absl::string_view names_wire,
+                               std::vector<absl::string_view>* names);
 
 }  // namespace holdfast

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
@@ -22,6 +23,17 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
                                                    fixed_type_url_));
   }
   TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
+  // Most requests are ACKs repeating the names of the last one: compare
+  // their bytes (by digest) instead of reading every name again.
+  const uint64_t names_digest = absl::HashOf(request.names_wire);
+  const bool same_names = state.names_read && state.names_wire_size == request.names_wire.size() &&
+                          state.names_digest == names_digest;
+  std::vector<absl::string_view> names;
+  if (!same_names) {
+    if (absl::Status status = ReadResourceNames(request.names_wire, &names); !status.ok()) {
+      return status;
+    }
+  }
   const absl::string_view nonce = request.response_nonce;
   if (!nonce.empty()) {
     if (nonce != state.sent_nonce) {
@@ -40,8 +52,13 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
       stats_->Ack(type);
     }
   }
-  state.subscription.ApplySotw(request.resource_names);
-  state.dirty = true;
+  const bool changed = !same_names && state.subscription.ApplySotw(names);
+  state.names_read = true;
+  state.names_wire_size = request.names_wire.size();
+  state.names_digest = names_digest;
+  // An ACK or NACK of the latest response owes nothing new: snapshots mark
+  // the session dirty themselves when they arrive.
+  if (changed || nonce.empty()) state.dirty = true;
   return absl::OkStatus();
 }
 

@@ -7,16 +7,18 @@ namespace holdfast {
 
 Subscription::Subscription(NameSetPool* pool) : pool_(pool), names_(pool->Empty()) {}
 
-void Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
+bool Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
   const bool first = !seen_request_;
   seen_request_ = true;
   if (names.empty()) {
+    const bool was_wildcard = wildcard_;
+    const bool had_names = !names_->empty();
     if (first) legacy_wildcard_ = wildcard_ = true;
     if (!legacy_wildcard_) {
       wildcard_ = false;  // an explicit empty list unsubscribes everything
       names_ = pool_->Empty();
     }
-    return;
+    return wildcard_ != was_wildcard || (had_names && names_->empty());
   }
   legacy_wildcard_ = false;
   // Clients repeat the whole list in every ACK, so an unchanged list is the
@@ -24,7 +26,7 @@ void Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
   // plain comparison, otherwise one lookup per name; no allocation either way.
   if (!wildcard_ && std::equal(names.begin(), names.end(), names_->names().begin(),
                                names_->names().end())) {
-    return;
+    return false;
   }
   const bool has_star = std::find(names.begin(), names.end(), "*") != names.end();
   if (has_star == wildcard_ &&
@@ -32,8 +34,10 @@ void Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
       std::all_of(names.begin(), names.end(), [this](absl::string_view n) {
         return n == "*" || names_->contains(n);
       })) {
-    return;
+    return false;
   }
+  const bool was_wildcard = wildcard_;
+  const NameSetPtr before = names_;
   wildcard_ = has_star;
   std::vector<std::string> named;
   named.reserve(names.size());
@@ -41,6 +45,7 @@ void Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
     if (name != "*") named.emplace_back(name);
   }
   names_ = pool_->Intern(std::move(named));
+  return wildcard_ != was_wildcard || names_ != before;
 }
 
 void Subscription::ApplyDelta(const Names& subscribe, const Names& unsubscribe) {

@@ -22,7 +22,8 @@ class Subscription {
   // State of the world: each request carries the full list of names. The
   // first request with no names is a legacy wildcard, which stays wildcard
   // while later requests are empty too; "*" is an explicit wildcard.
-  void ApplySotw(absl::Span<const absl::string_view> names);
+  // Returns whether the subscription (wildcard or names) changed.
+  bool ApplySotw(absl::Span<const absl::string_view> names);
   // Delta: requests carry changes. A first request that subscribes nothing is
   // a legacy wildcard; "*" subscribes and unsubscribes the wildcard.
   void ApplyDelta(const Names& subscribe, const Names& unsubscribe);

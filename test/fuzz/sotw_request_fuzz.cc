@@ -12,18 +12,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   holdfast::SotwRequest request;
   std::optional<envoy::config::core::v3::Node> node;
-  const bool ours = holdfast::ParseSotwRequest(bytes, &request, &node).ok();
+  std::vector<absl::string_view> names;
+  const bool ours = holdfast::ParseSotwRequest(bytes, &request, &node).ok() &&
+                    holdfast::ReadResourceNames(request.names_wire, &names).ok();
   envoy::service::discovery::v3::DiscoveryRequest message;
   const bool theirs = message.ParseFromArray(data, static_cast<int>(size));
   if (!ours || !theirs) return 0;
   const holdfast::SotwRequest expected = holdfast::SotwRequest::Of(message);
+  const std::vector<absl::string_view> expected_names(message.resource_names().begin(),
+                                                      message.resource_names().end());
   const bool same_node =
       node.has_value() == message.has_node() &&
       (!node.has_value() ||
        google::protobuf::util::MessageDifferencer::Equals(*node, message.node()));
   if (request.version_info != expected.version_info || request.type_url != expected.type_url ||
       request.response_nonce != expected.response_nonce ||
-      request.resource_names != expected.resource_names ||
+      names != expected_names ||
       request.has_error_detail != expected.has_error_detail ||
       request.error_code != expected.error_code ||
       request.error_message != expected.error_message || !same_node) {
