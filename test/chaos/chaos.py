@@ -387,18 +387,32 @@ class Deployment:
         r.kill()
         self.history.add("replica_killed", replica=name, pid=pid)
 
-    def leader_name(self):
+    def leader_views(self) -> dict:
+        """/debug/leader of every live, unpaused replica that answers."""
+        views = {}
         for name in self.names:
             if name in self.paused or name in self.expected_down:
                 continue
             r = self.replicas[name]
             try:
-                if r.running() and json.loads(
-                        r.admin.get("/debug/leader", timeout=1.0)[1]).get("is_leader"):
-                    return name
+                if r.running():
+                    views[name] = json.loads(r.admin.get("/debug/leader", timeout=1.0)[1])
             except (ValueError, TypeError):
                 pass
-        return None
+        return views
+
+    def leader_name(self):
+        """A replica that says it leads, if any (others may not know yet)."""
+        return next((n for n, v in self.leader_views().items() if v.get("is_leader")), None)
+
+    def agreed_leader(self):
+        """The leader, when exactly one replica says it leads and every
+        live one names it: what the checker's leader_after_store waits for."""
+        views = self.leader_views()
+        leaders = [n for n, v in views.items() if v.get("is_leader") is True]
+        if len(leaders) != 1 or not all(v.get("leader") == leaders[0] for v in views.values()):
+            return None
+        return leaders[0]
 
     def set_store(self, names, mode: str) -> None:
         for n in names:
@@ -569,7 +583,7 @@ class Deployment:
             goal = self.committed
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.fleet.lagging(goal) and self.leader_name() is not None:
+            if not self.fleet.lagging(goal) and self.agreed_leader() is not None:
                 return True
             time.sleep(0.2)
         self.history.add("settle_timeout", goal=goal, lagging=self.fleet.lagging(goal)[:20],

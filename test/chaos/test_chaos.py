@@ -79,6 +79,28 @@ def test_every_check_fails_on_its_doctored_history():
         assert not res[name][0], f"doctored {name} still passes: {res[name][1]}"
 
 
+def test_leader_wait_is_judged_until_the_next_fault():
+    """No agreed leader after the heal: late, unless the next fault starts
+    within the bound and so cuts the wait short (its own heal is judged)."""
+    events = synthetic_history()
+    heal = next(e for e in events if e["kind"] == "fault_end")["t"]
+    split = [dict(e, is_leader=e["replica"] != "c") if e["kind"] == "obs" and e["t"] >= heal
+             else e for e in events]
+    split.append({"t": heal, "kind": "obs", "replica": "b", "up": True, "ready": True,
+                  "is_leader": True, "leader": "b", "term": 4})
+
+    def judge(next_fault_after):
+        evs = split + [{"t": heal + next_fault_after, "kind": "fault_start", "id": 2,
+                        "fault": "replica-kill", "target": "c", "duration": 1.0}]
+        evs.sort(key=lambda e: e["t"])
+        return checker.check_leader_after_store(evs)
+
+    ok, detail = judge(0.5)
+    assert ok and "1 cut short" in detail, detail
+    ok, detail = judge(30.0)
+    assert not ok, detail
+
+
 def test_short_profile(tmp_path):
     build = Path(os.environ.get("HOLDFAST_BUILD_DIR", HERE.parent.parent / "build"))
     if not (build / "src/app/holdfast").exists():
