@@ -70,7 +70,12 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   for (const std::string& name : request.resource_names_subscribe()) {
     if (!first && name != "*") state.overrides[name] = std::nullopt;
   }
-  state.dirty = true;
+  // A bare ACK or NACK owes nothing new: snapshots mark the session dirty
+  // themselves when they arrive.
+  if (first || !request.resource_names_subscribe().empty() ||
+      !request.resource_names_unsubscribe().empty()) {
+    state.dirty = true;
+  }
   return absl::OkStatus();
 }
 
