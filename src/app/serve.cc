@@ -84,8 +84,8 @@ void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, Metr
     const Snapshot& snapshot = *published.snapshot;
     out.Sample("holdfast_snapshot_info", "The snapshot served to a node group (value is 1)",
                "gauge", {{"group", group}, {"version", snapshot.version()}}, 1);
-    out.Sample("holdfast_snapshot_age_seconds", "Time since the served snapshot was built",
-               "gauge", {{"group", group}}, absl::ToDoubleSeconds(clock.Now() - snapshot.created()));
+    out.Sample("holdfast_snapshot_age_seconds", "Time since the served snapshot was built", "gauge",
+               {{"group", group}}, absl::ToDoubleSeconds(clock.Now() - snapshot.created()));
     for (const std::string& type_url : snapshot.TypeUrls()) {
       out.Sample("holdfast_snapshot_resources", "Resources in the served snapshot", "gauge",
                  {{"group", group}, {"type_url", type_url}},
@@ -119,10 +119,9 @@ struct EtcdDeployment {
   }
 };
 
-absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& options,
-                                                          const Clock& clock, Random& random,
-                                                          MetricsRegistry* metrics,
-                                                          std::function<void(SnapshotPtr)> publish) {
+absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(
+    const ServeOptions& options, const Clock& clock, Random& random, MetricsRegistry* metrics,
+    std::function<void(SnapshotPtr)> publish) {
   auto deployment = std::make_unique<EtcdDeployment>();
   LeaseElector::Options election;
   election.prefix = options.etcd.prefix + "/election/";
@@ -140,7 +139,8 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
   EtcdFlags flags = options.etcd;
   // A renewal that waits longer than half the renew deadline is worth less
   // than trying another member.
-  absl::StatusOr<absl::Duration> timeout = ParseFlagDuration("--etcd-call-timeout", flags.call_timeout);
+  absl::StatusOr<absl::Duration> timeout =
+      ParseFlagDuration("--etcd-call-timeout", flags.call_timeout);
   if (!timeout.ok()) return timeout.status();
   const absl::Duration call_timeout = std::min(*timeout, election.renew_deadline / 2);
   flags.call_timeout = absl::FormatDuration(call_timeout);
@@ -160,9 +160,10 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
   // A watch that hears nothing (not even progress) for two intervals and a
   // second is taken for dead: a blackholed store never closes it.
   source_options.watch.progress_interval = std::min(absl::Seconds(5), call_timeout);
-  source_options.watch.stall_timeout = 2 * source_options.watch.progress_interval + absl::Seconds(1);
-  deployment->source = std::make_unique<EtcdConfigSource>(
-      source_options, deployment->client.get(), clock, metrics, std::move(publish));
+  source_options.watch.stall_timeout =
+      2 * source_options.watch.progress_interval + absl::Seconds(1);
+  deployment->source = std::make_unique<EtcdConfigSource>(source_options, deployment->client.get(),
+                                                          clock, metrics, std::move(publish));
   deployment->source->OnStatuses(
       [writer = deployment->writer.get()](const StatusMap& statuses) { writer->Update(statuses); });
   deployment->source->Start();
@@ -174,22 +175,25 @@ absl::StatusOr<std::unique_ptr<EtcdDeployment>> StartEtcd(const ServeOptions& op
 }
 
 nlohmann::json LeaderToJson(const Leadership& leadership) {
-  return {{"replica", leadership.replica_id}, {"is_leader", leadership.is_leader},
-          {"term", leadership.term},          {"leader", leadership.leader_id},
+  return {{"replica", leadership.replica_id},
+          {"is_leader", leadership.is_leader},
+          {"term", leadership.term},
+          {"leader", leadership.leader_id},
           {"transitions", leadership.transitions}};
 }
 
 nlohmann::json HealthToJson(const SourceHealth& health, const Clock& clock) {
-  return {{"connected", health.connected},
-          {"revision", health.revision},
-          {"synced", health.synced_once},
-          {"last_error", health.last_error},
-          {"access_error", health.access_error},
-          {"last_contact_seconds",
-           health.last_contact == absl::Time() ? -1.0
-                                                : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
-          {"unreachable_seconds",
-           health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)}};
+  return {
+      {"connected", health.connected},
+      {"revision", health.revision},
+      {"synced", health.synced_once},
+      {"last_error", health.last_error},
+      {"access_error", health.access_error},
+      {"last_contact_seconds", health.last_contact == absl::Time()
+                                   ? -1.0
+                                   : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
+      {"unreachable_seconds",
+       health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)}};
 }
 
 }  // namespace
@@ -214,15 +218,17 @@ int RunServe(const ServeOptions& options) {
   XdsStats stats(&metrics);
   EncodedBodyCache bodies;
   ViewCache views;
-  absl::StatusOr<NodeGrouper> grouper = NodeGrouper::Parse(options.node_group, cache.default_group());
+  absl::StatusOr<NodeGrouper> grouper =
+      NodeGrouper::Parse(options.node_group, cache.default_group());
   if (!grouper.ok()) {
     LogError("%s", grouper.status().message());
     return 2;
   }
   int sources = !options.xds_dir.empty() + !options.config_dir.empty() + options.etcd.enabled();
   if (sources != 1) {
-    LogError("pass exactly one of --config-dir DIR (gateway objects), --etcd-endpoints URL,... "
-             "(gateway objects in etcd) or --xds-dir DIR (raw Envoy resources)");
+    LogError(
+        "pass exactly one of --config-dir DIR (gateway objects), --etcd-endpoints URL,... "
+        "(gateway objects in etcd) or --xds-dir DIR (raw Envoy resources)");
     return 2;
   }
 
@@ -273,7 +279,9 @@ int RunServe(const ServeOptions& options) {
     pages["/debug/store"] = [config_source, &clock, &last_good] {
       nlohmann::json json = HealthToJson(config_source->health(), clock);
       LastKnownGood::State state = last_good.state();
-      json["serving"] = state.serving_persisted ? "persisted" : state.serving_live ? "live" : "nothing";
+      json["serving"] = state.serving_persisted ? "persisted"
+                        : state.serving_live    ? "live"
+                                                : "nothing";
       json["persisted_version"] = state.persisted ? state.persisted->version() : "";
       json["restore_error"] = state.restore_error;
       json["persist_error"] = state.persist_error;
@@ -285,8 +293,8 @@ int RunServe(const ServeOptions& options) {
     LogWarning("%s", loaded.message());
   }
 
-  StreamContext context{&cache, &proxies, &stats, &bodies, &views, &*grouper, &clock,
-                        options.control_plane_id};
+  StreamContext context{&cache, &proxies,  &stats, &bodies,
+                        &views, &*grouper, &clock, options.control_plane_id};
   XdsServerOptions xds_options;
   xds_options.listen_address = options.xds_listen;
   xds_options.tls = options.tls;
@@ -301,8 +309,8 @@ int RunServe(const ServeOptions& options) {
               ? (options.tls.client_ca_file.empty() ? " with TLS" : " with mutual TLS")
               : "");
 
-  int collector = metrics.AddCollector(
-      [&](MetricWriter& out) { CollectSnapshotMetrics(cache, clock, out); });
+  int collector =
+      metrics.AddCollector([&](MetricWriter& out) { CollectSnapshotMetrics(cache, clock, out); });
   AdminSources admin_sources{
       .metrics = &metrics,
       .cache = &cache,
@@ -315,10 +323,11 @@ int RunServe(const ServeOptions& options) {
             if (config_source != nullptr) {
               SourceHealth health = config_source->health();
               if (!health.connected) {
-                store = absl::StrCat("store unreachable for ",
-                                     absl::FormatDuration(absl::Trunc(
-                                         clock.Now() - health.disconnected_since, absl::Seconds(1))),
-                                     ": ", health.last_error);
+                store =
+                    absl::StrCat("store unreachable for ",
+                                 absl::FormatDuration(absl::Trunc(
+                                     clock.Now() - health.disconnected_since, absl::Seconds(1))),
+                                 ": ", health.last_error);
               } else if (!health.access_error.empty()) {
                 store = absl::StrCat("store refuses access: ", health.access_error);
               }
@@ -331,12 +340,13 @@ int RunServe(const ServeOptions& options) {
               return Readiness{false, why};
             }
             return Readiness{
-                true, absl::StrCat("serving ", last.serving_persisted ? "persisted " : "",
-                                   "snapshot ", current.snapshot->version(), " from ",
-                                   absl::FormatTime("%Y-%m-%d %H:%M:%S", current.snapshot->created(),
-                                                    absl::UTCTimeZone()),
-                                   " (", current.snapshot->size(), " resources)",
-                                   store.empty() ? "" : ", ", store)};
+                true,
+                absl::StrCat("serving ", last.serving_persisted ? "persisted " : "", "snapshot ",
+                             current.snapshot->version(), " from ",
+                             absl::FormatTime("%Y-%m-%d %H:%M:%S", current.snapshot->created(),
+                                              absl::UTCTimeZone()),
+                             " (", current.snapshot->size(), " resources)",
+                             store.empty() ? "" : ", ", store)};
           },
       .status = status_json,
       .pages = pages,

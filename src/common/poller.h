@@ -8,7 +8,7 @@
 
 namespace holdfast {
 
-// Calls a function every interval on a thread of its own, until Stop() (or
+// Calls a function again and again on a thread of its own, until Stop() (or
 // destruction). Stop() waits for a running call to return.
 class Poller {
  public:
@@ -17,9 +17,18 @@ class Poller {
   Poller& operator=(const Poller&) = delete;
   ~Poller() { Stop(); }
 
+  // Calls `poll` every `interval`.
   void Start(absl::Duration interval, std::function<void()> poll) {
-    thread_ = std::thread([this, interval, poll = std::move(poll)] {
-      while (!stop_.WaitForNotificationWithTimeout(interval)) poll();
+    StartAdaptive(interval, [interval, poll = std::move(poll)] {
+      poll();
+      return interval;
+    });
+  }
+  // Calls `poll` after `first_wait`, then again after each wait it returns.
+  void StartAdaptive(absl::Duration first_wait, std::function<absl::Duration()> poll) {
+    thread_ = std::thread([this, first_wait, poll = std::move(poll)] {
+      absl::Duration wait = first_wait;
+      while (!stop_.WaitForNotificationWithTimeout(wait)) wait = poll();
     });
   }
   void Stop() {

@@ -55,8 +55,10 @@ absl::StatusOr<std::optional<Candidate>> EtcdElectionBackend::FirstCandidate(
   const etcdserverpb::RangeResponse& first = response->responses(0).response_range();
   if (first.kvs().empty()) return std::nullopt;
   const mvccpb::KeyValue& kv = first.kvs(0);
-  return Candidate{.key = kv.key(), .replica_id = kv.value(),
-                   .create_revision = kv.create_revision(), .lease_id = kv.lease()};
+  return Candidate{.key = kv.key(),
+                   .replica_id = kv.value(),
+                   .create_revision = kv.create_revision(),
+                   .lease_id = kv.lease()};
 }
 
 }  // namespace holdfast

@@ -18,8 +18,8 @@ absl::Status LeaseElector::Validate(const Options& options) {
     return absl::InvalidArgumentError("--replica-id must not be empty");
   }
   if (options.retry_period <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--retry-period must be positive, got ", absl::FormatDuration(options.retry_period)));
+    return absl::InvalidArgumentError(absl::StrCat("--retry-period must be positive, got ",
+                                                   absl::FormatDuration(options.retry_period)));
   }
   // A lease that outlives the renew deadline is what keeps two replicas from
   // leading at once: the old leader stops before the store frees its key.
@@ -50,9 +50,8 @@ LeaseElector::LeaseElector(Options options, ElectionBackend* backend, const Cloc
       clock_(clock),
       random_(random),
       metrics_(metrics),
-      transitions_total_(metrics->GetCounter(
-          "holdfast_leader_transitions_total",
-          "Times this replica gained or lost leadership")) {
+      transitions_total_(metrics->GetCounter("holdfast_leader_transitions_total",
+                                             "Times this replica gained or lost leadership")) {
   // Computed at scrape time rather than stored, so a leader whose tick thread
   // is stuck stops reporting 1 as soon as its renew deadline passes.
   collector_id_ = metrics_->AddCollector([this](MetricWriter& writer) {
@@ -226,9 +225,10 @@ void LeaseElector::Step() {
   for (int revoked = 0; revoked < kMaxLeftoversPerStep && first.ok() && first->has_value() &&
                         IsLeftover(**first, first_revision);
        ++revoked) {
-    LogInfo("election: replica %s revoking %s (term %d), left by an earlier process of this "
-            "replica",
-            options_.replica_id, (*first)->key, (*first)->create_revision);
+    LogInfo(
+        "election: replica %s revoking %s (term %d), left by an earlier process of this "
+        "replica",
+        options_.replica_id, (*first)->key, (*first)->create_revision);
     absl::Status status = backend_->RevokeLease((*first)->lease_id);
     if (!status.ok() && !absl::IsNotFound(status)) {
       absl::MutexLock lock(&mu_);
@@ -267,7 +267,7 @@ void LeaseElector::Step() {
     return;
   }
   SetLeaderLocked(leading, first->has_value() ? "another candidate's key is first"
-                                                : "our election key is gone");
+                                              : "our election key is gone");
 }
 
 bool LeaseElector::IsLeftover(const Candidate& candidate, int64_t first_own_revision) const {

@@ -1,6 +1,5 @@
 #include "src/source/config_directory.h"
 
-
 namespace holdfast {
 namespace {
 const std::vector<std::string> kExtensions = {".yaml", ".yml"};
@@ -55,13 +54,15 @@ absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFinger
 }
 
 void ConfigDirectorySource::Start() {
-  poller_.Start(options_.poll_interval,
-                [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
-                  if (auto scan = scanner.Poll()) {
-                    absl::MutexLock lock(&reload_mu_);
-                    (void)Apply(*scan);
-                  }
-                });
+  poller_.StartAdaptive(
+      options_.poll_interval,
+      [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
+        if (auto scan = scanner.Poll()) {
+          absl::MutexLock lock(&reload_mu_);
+          (void)Apply(*scan);
+        }
+        return scanner.confirm_soon() ? options_.confirm_delay : options_.poll_interval;
+      });
 }
 
 void ConfigDirectorySource::Stop() { poller_.Stop(); }

@@ -32,6 +32,9 @@ class ConfigDirectorySource : public ConfigSource {
   struct Options {
     std::string directory;
     absl::Duration poll_interval = absl::Milliseconds(200);
+    // How soon a changed listing is listed again to confirm it (see
+    // ConfirmedScanner::confirm_soon()).
+    absl::Duration confirm_delay = absl::Milliseconds(20);
     TranslatorOptions translator;
   };
 

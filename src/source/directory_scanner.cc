@@ -19,10 +19,12 @@ absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
   std::error_code ec;
   fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink,
                                       ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
+  if (ec)
+    return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
   std::map<std::string, FileFingerprint> files;
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
+    if (ec)
+      return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
     const fs::path& path = it->path();
     if (!path.filename().empty() && path.filename().string()[0] == '.') {
       if (it->is_directory()) it.disable_recursion_pending();
@@ -46,6 +48,7 @@ std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
     if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
     healthy_ = false;
     previous_.reset();
+    confirm_soon_ = false;
     return std::nullopt;
   }
   if (!healthy_) LogInfo("directory %s readable again", directory_);
@@ -56,6 +59,7 @@ std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
     confirmed = std::equal(scan->begin(), scan->end(), previous_->begin(), previous_->end(),
                            [](const auto& a, const auto& b) { return a.first == b.first; });
   }
+  confirm_soon_ = !confirmed && unconfirmed_polls_ <= 1;
   previous_ = *std::move(scan);
   if (!confirmed) return std::nullopt;
   unconfirmed_polls_ = 0;

@@ -55,12 +55,21 @@ class ConfirmedScanner {
   // else nullopt.
   std::optional<std::map<std::string, FileFingerprint>> Poll();
 
+  // True when the last Poll() saw a new listing after a settled one (or a
+  // first listing): its confirmation should be sought soon, so that a
+  // single change (one write, one rename) is served within milliseconds of
+  // being seen rather than a poll interval later. A listing still changing
+  // on the next poll goes back to the normal interval, so that copies and
+  // churn are debounced as before.
+  bool confirm_soon() const { return confirm_soon_; }
+
  private:
   const std::string directory_;
   const std::vector<std::string> extensions_;
   const int max_unconfirmed_polls_;
   bool healthy_ = true;
   int unconfirmed_polls_ = 0;
+  bool confirm_soon_ = false;
   std::optional<std::map<std::string, FileFingerprint>> previous_;
 };
 

@@ -1,7 +1,6 @@
 #include "src/source/xds_directory.h"
 
 #include <optional>
-
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -47,8 +46,7 @@ std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path)
           {resource.line, resource.type_url, resource.name, std::string(status.message())});
       continue;
     }
-    state->good.push_back(
-        {Resource::FromMessage(resource.name, *resource.message), resource.line});
+    state->good.push_back({Resource::FromMessage(resource.name, *resource.message), resource.line});
   }
   return state;
 }
@@ -68,8 +66,9 @@ XdsDirectorySource::XdsDirectorySource(Options options, const Clock& clock,
     : options_(std::move(options)),
       clock_(clock),
       publish_(std::move(publish)),
-      rejected_gauge_(metrics->GetGauge("holdfast_source_rejected_inputs",
-                                        "Resources or files of the config source not served as written")),
+      rejected_gauge_(
+          metrics->GetGauge("holdfast_source_rejected_inputs",
+                            "Resources or files of the config source not served as written")),
       reloads_(metrics->GetCounter("holdfast_source_reloads_total",
                                    "Times the config source was re-read after a change")) {}
 
@@ -113,8 +112,8 @@ absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerpri
       auto [slot, inserted] = candidates.emplace(key, Candidate{good.resource, file, good.line});
       if (!inserted) {
         rejections.push_back({file, good.line, key.first, key.second,
-                              absl::StrCat("duplicate: already defined at ", slot->second.file,
-                                           ":", slot->second.line)});
+                              absl::StrCat("duplicate: already defined at ", slot->second.file, ":",
+                                           slot->second.line)});
       }
     }
   }
@@ -191,8 +190,10 @@ absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerpri
 
   std::vector<std::string> lines;
   for (const Rejection& r : rejections) {
-    lines.push_back(absl::StrCat(r.file, ":", r.line, ": ", r.name.empty() ? "" : absl::StrCat(TypeNameOf(r.type_url), " \"", r.name, "\": "),
-                                 r.message, r.serving_last_good ? " (serving its last good version)" : ""));
+    lines.push_back(absl::StrCat(
+        r.file, ":", r.line, ": ",
+        r.name.empty() ? "" : absl::StrCat(TypeNameOf(r.type_url), " \"", r.name, "\": "),
+        r.message, r.serving_last_good ? " (serving its last good version)" : ""));
   }
   std::string summary = absl::StrJoin(lines, "\n");
   if (summary != last_error_summary_) {
@@ -214,13 +215,15 @@ absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerpri
 }
 
 void XdsDirectorySource::Start() {
-  poller_.Start(options_.poll_interval,
-                [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
-                  if (auto scan = scanner.Poll()) {
-                    absl::MutexLock reload(&reload_mu_);
-                    (void)Apply(*scan);
-                  }
-                });
+  poller_.StartAdaptive(
+      options_.poll_interval,
+      [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
+        if (auto scan = scanner.Poll()) {
+          absl::MutexLock reload(&reload_mu_);
+          (void)Apply(*scan);
+        }
+        return scanner.confirm_soon() ? options_.confirm_delay : options_.poll_interval;
+      });
 }
 
 void XdsDirectorySource::Stop() { poller_.Stop(); }

@@ -44,6 +44,9 @@ class XdsDirectorySource {
   struct Options {
     std::string directory;
     absl::Duration poll_interval = absl::Milliseconds(250);
+    // How soon a changed listing is listed again to confirm it (see
+    // ConfirmedScanner::confirm_soon()).
+    absl::Duration confirm_delay = absl::Milliseconds(20);
   };
 
   XdsDirectorySource(Options options, const Clock& clock, MetricsRegistry* metrics,

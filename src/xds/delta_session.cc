@@ -29,8 +29,8 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   std::string type = request.type_url().empty() ? fixed_type_url_ : request.type_url();
   if (type.empty()) return absl::InvalidArgumentError("DeltaDiscoveryRequest.type_url is empty");
   if (!fixed_type_url_.empty() && type != fixed_type_url_) {
-    return absl::InvalidArgumentError(absl::StrCat("type_url ", type, " on a stream for ",
-                                                   fixed_type_url_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
   }
   auto [it, first] = types_.try_emplace(type, &views_->names());
   TypeState& state = it->second;
@@ -88,8 +88,7 @@ Selection DeltaSession::SelectionOf(const TypeState& state) const {
   return Selection{state.subscription.wildcard(), state.subscription.names_ptr()};
 }
 
-std::optional<absl::string_view> DeltaSession::Held(const std::string& type,
-                                                    const TypeState& state,
+std::optional<absl::string_view> DeltaSession::Held(const std::string& type, const TypeState& state,
                                                     const std::string& name) const {
   if (auto it = state.overrides.find(name); it != state.overrides.end()) {
     if (!it->second.has_value()) return std::nullopt;
@@ -109,8 +108,7 @@ DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeStat
     // stream that asks for the same names.
     return Diff{views_->Selected(snapshot_, type, selection), {}};
   }
-  if (state.base == nullptr || !state.overrides.empty() ||
-      selection != state.base_selection) {
+  if (state.base == nullptr || !state.overrides.empty() || selection != state.base_selection) {
     return ComputePerStream(type, state);
   }
   // The common case: the client holds an earlier snapshot's view of the

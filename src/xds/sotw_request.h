@@ -49,7 +49,6 @@ absl::Status ParseSotwRequest(absl::string_view bytes, SotwRequest* request,
 
 // The resource names in a request's `names_wire`, in order, viewing it.
 // Fails, as protobuf would, on a name that is not UTF-8.
-absl::Status ReadResourceNames(absl::string_view names_wire,
-                               std::vector<absl::string_view>* names);
+absl::Status ReadResourceNames(absl::string_view names_wire, std::vector<absl::string_view>* names);
 
 }  // namespace holdfast

@@ -15,12 +15,11 @@ SotwSession::SotwSession(std::string fixed_type_url, const Clock& clock, ProxySt
       views_(views) {}
 
 absl::Status SotwSession::OnRequest(const SotwRequest& request) {
-  std::string type =
-      request.type_url.empty() ? fixed_type_url_ : std::string(request.type_url);
+  std::string type = request.type_url.empty() ? fixed_type_url_ : std::string(request.type_url);
   if (type.empty()) return absl::InvalidArgumentError("DiscoveryRequest.type_url is empty");
   if (!fixed_type_url_.empty() && type != fixed_type_url_) {
-    return absl::InvalidArgumentError(absl::StrCat("type_url ", type, " on a stream for ",
-                                                   fixed_type_url_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
   }
   TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
   // Most requests are ACKs repeating the names of the last one: compare
@@ -44,8 +43,7 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
     }
     if (request.has_error_detail) {
       proxy_->RecordNack(type, NackRecord{state.sent_version, std::string(nonce),
-                                          request.error_code, request.error_message,
-                                          clock_.Now()});
+                                          request.error_code, request.error_message, clock_.Now()});
       stats_->Nack(type);
     } else {
       proxy_->RecordAck(type, std::string(request.version_info), clock_.Now());
@@ -82,8 +80,7 @@ std::optional<SotwSession::Desired> SotwSession::Compute(const std::string& type
     // are the same: the answer tells the client that new names do not exist,
     // instead of leaving it to wait out its does-not-exist timer.
     const bool tell_absent = IsFullStateType(type) && !selection.wildcard &&
-                             state.sent_snapshot != nullptr &&
-                             selection != state.sent_selection;
+                             state.sent_snapshot != nullptr && selection != state.sent_selection;
     if (!tell_absent) return std::nullopt;
   }
   // Nothing to say about names that do not exist yet, unless the type's

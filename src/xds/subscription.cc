@@ -24,16 +24,15 @@ bool Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
   // Clients repeat the whole list in every ACK, so an unchanged list is the
   // common case: in sorted order (as Envoy and most clients send it) it is a
   // plain comparison, otherwise one lookup per name; no allocation either way.
-  if (!wildcard_ && std::equal(names.begin(), names.end(), names_->names().begin(),
-                               names_->names().end())) {
+  if (!wildcard_ &&
+      std::equal(names.begin(), names.end(), names_->names().begin(), names_->names().end())) {
     return false;
   }
   const bool has_star = std::find(names.begin(), names.end(), "*") != names.end();
   if (has_star == wildcard_ &&
       static_cast<size_t>(names.size()) == names_->size() + (has_star ? 1 : 0) &&
-      std::all_of(names.begin(), names.end(), [this](absl::string_view n) {
-        return n == "*" || names_->contains(n);
-      })) {
+      std::all_of(names.begin(), names.end(),
+                  [this](absl::string_view n) { return n == "*" || names_->contains(n); })) {
     return false;
   }
   const bool was_wildcard = wildcard_;

@@ -141,6 +141,10 @@ absl::StatusOr<std::unique_ptr<XdsServer>> XdsServer::Start(const XdsServerOptio
   // Proxies may ping us as often as every 10 s without being told off.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // What proxies send us is requests and ACKs, a few KB at a time; probing
+  // the bandwidth-delay product to grow our receive window for them would
+  // cost a PING round trip on many of the fleet's ACKs and buy nothing.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.SetMaxReceiveMessageSize(16 << 20);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

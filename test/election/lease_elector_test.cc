@@ -1057,11 +1057,13 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ValidateTest,
     ::testing::Values(
         ValidateCase{"Defaults", [](LeaseElector::Options&) {}, true},
-        ValidateCase{"Tight", [](LeaseElector::Options& o) {
+        ValidateCase{"Tight",
+                     [](LeaseElector::Options& o) {
                        o.lease_duration = absl::Seconds(3);
                        o.renew_deadline = absl::Seconds(2);
                        o.retry_period = absl::Seconds(1);
-                     }, true},
+                     },
+                     true},
         ValidateCase{"RenewDeadlineEqualsLease",
                      [](LeaseElector::Options& o) { o.renew_deadline = o.lease_duration; }, false},
         ValidateCase{"RenewDeadlineLongerThanLease",
@@ -1085,8 +1087,8 @@ INSTANTIATE_TEST_SUITE_P(
         ValidateCase{"JitterOne", [](LeaseElector::Options& o) { o.retry_jitter = 1; }, false},
         ValidateCase{"NegativeJitter", [](LeaseElector::Options& o) { o.retry_jitter = -0.1; },
                      false},
-        ValidateCase{"NanJitter",
-                     [](LeaseElector::Options& o) { o.retry_jitter = std::nan(""); }, false}),
+        ValidateCase{"NanJitter", [](LeaseElector::Options& o) { o.retry_jitter = std::nan(""); },
+                     false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

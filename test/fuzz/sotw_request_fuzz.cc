@@ -21,13 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const holdfast::SotwRequest expected = holdfast::SotwRequest::Of(message);
   const std::vector<absl::string_view> expected_names(message.resource_names().begin(),
                                                       message.resource_names().end());
-  const bool same_node =
-      node.has_value() == message.has_node() &&
-      (!node.has_value() ||
-       google::protobuf::util::MessageDifferencer::Equals(*node, message.node()));
+  const bool same_node = node.has_value() == message.has_node() &&
+                         (!node.has_value() || google::protobuf::util::MessageDifferencer::Equals(
+                                                   *node, message.node()));
   if (request.version_info != expected.version_info || request.type_url != expected.type_url ||
-      request.response_nonce != expected.response_nonce ||
-      names != expected_names ||
+      request.response_nonce != expected.response_nonce || names != expected_names ||
       request.has_error_detail != expected.has_error_detail ||
       request.error_code != expected.error_code ||
       request.error_message != expected.error_message || !same_node) {

@@ -243,9 +243,20 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
   write("b.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"}, /*max_unconfirmed_polls=*/3);
   EXPECT_FALSE(scanner.Poll().has_value()) << "a first listing waits for confirmation";
+  EXPECT_TRUE(scanner.confirm_soon());
   auto stable = scanner.Poll();
   ASSERT_TRUE(stable.has_value());
   EXPECT_EQ(stable->size(), 2u);
+  EXPECT_FALSE(scanner.confirm_soon());
+
+  // One change is confirmed soon; a listing that changes again is not.
+  write("a.yaml");
+  EXPECT_FALSE(scanner.Poll().has_value());
+  EXPECT_TRUE(scanner.confirm_soon());
+  write("a.yaml");
+  EXPECT_FALSE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.confirm_soon()) << "still changing: back to the poll interval";
+  ASSERT_TRUE(scanner.Poll().has_value());
 
   // b changes before every poll: no two listings agree, yet after three
   // polls a listing with the confirmed names is handed over.
