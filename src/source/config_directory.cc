@@ -1,5 +1,7 @@
 #include "src/source/config_directory.h"
 
+#include "src/common/log.h"
+
 namespace holdfast {
 namespace {
 const std::vector<std::string> kExtensions = {".yaml", ".yml"};
@@ -63,9 +65,18 @@ void ConfigDirectorySource::Start() {
         }
         return scanner.confirm_soon() ? options_.confirm_delay : options_.poll_interval;
       });
+  // A change is looked at when inotify reports it, not only at the next poll.
+  if (absl::Status watching = watch_.Start(options_.directory, [this] { poller_.Wake(); });
+      !watching.ok()) {
+    LogInfo("%s; polling %s every %s", watching.message(), options_.directory,
+            absl::FormatDuration(options_.poll_interval));
+  }
 }
 
-void ConfigDirectorySource::Stop() { poller_.Stop(); }
+void ConfigDirectorySource::Stop() {
+  watch_.Stop();
+  poller_.Stop();
+}
 
 SourceHealth ConfigDirectorySource::health() const {
   SourceHealth health;

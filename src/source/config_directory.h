@@ -17,6 +17,7 @@
 #include "src/source/config_source.h"
 #include "src/source/directory_scanner.h"
 #include "src/common/poller.h"
+#include "src/source/directory_watch.h"
 
 namespace holdfast {
 
@@ -67,6 +68,7 @@ class ConfigDirectorySource : public ConfigSource {
   std::atomic<bool> read_once_{false};
 
   Poller poller_;
+  DirectoryWatch watch_;  // wakes poller_
 };
 
 }  // namespace holdfast

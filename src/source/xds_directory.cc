@@ -224,9 +224,18 @@ void XdsDirectorySource::Start() {
         }
         return scanner.confirm_soon() ? options_.confirm_delay : options_.poll_interval;
       });
+  // A change is looked at when inotify reports it, not only at the next poll.
+  if (absl::Status watching = watch_.Start(options_.directory, [this] { poller_.Wake(); });
+      !watching.ok()) {
+    LogInfo("%s; polling %s every %s", watching.message(), options_.directory,
+            absl::FormatDuration(options_.poll_interval));
+  }
 }
 
-void XdsDirectorySource::Stop() { poller_.Stop(); }
+void XdsDirectorySource::Stop() {
+  watch_.Stop();
+  poller_.Stop();
+}
 
 std::vector<Rejection> XdsDirectorySource::rejections() const {
   absl::MutexLock lock(&mu_);

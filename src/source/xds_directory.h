@@ -16,6 +16,7 @@
 #include "src/snapshot/snapshot.h"
 #include "src/source/directory_scanner.h"
 #include "src/common/poller.h"
+#include "src/source/directory_watch.h"
 
 namespace holdfast {
 
@@ -92,6 +93,7 @@ class XdsDirectorySource {
   std::vector<Rejection> rejections_ ABSL_GUARDED_BY(mu_);
 
   Poller poller_;
+  DirectoryWatch watch_;  // wakes poller_
 };
 
 }  // namespace holdfast

@@ -4,8 +4,10 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "src/source/directory_scanner.h"
+#include "src/source/directory_watch.h"
 #include "src/source/envoy_file_parser.h"
 #include "src/source/envoy_validation.h"
 
@@ -42,7 +44,8 @@ TEST(EnvoyFileParserTest, Formats) {
       {"bare resource", kCluster, 1, ""},
       {"two documents", absl::StrCat(kCluster, "---", kEndpoints), 2, ""},
       {"discovery response",
-       "version_info: '1'\nresources:\n- \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n"
+       "version_info: '1'\nresources:\n- \"@type\": "
+       "type.googleapis.com/envoy.config.cluster.v3.Cluster\n"
        "  name: a\n  connect_timeout: 2s\n",
        1, ""},
       {"json",
@@ -52,7 +55,8 @@ TEST(EnvoyFileParserTest, Formats) {
       {"missing type", "name: x\n", 0, "no \"@type\"", 1},
       {"unknown field",
        "resources:\n- name: ok\n  \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n"
-       "- name: bad\n  \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n  colour: red\n",
+       "- name: bad\n  \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n  colour: "
+       "red\n",
        1, "colour", 4},
       {"yaml syntax", "resources: [\n  {a: b\n", 0, "", 0},
   };
@@ -121,8 +125,9 @@ class XdsDirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           absl::StrCat("holdfast-dir-", getpid(), "-", ::testing::UnitTest::GetInstance()->random_seed(),
-                        "-", reinterpret_cast<uintptr_t>(this));
+           absl::StrCat("holdfast-dir-", getpid(), "-",
+                        ::testing::UnitTest::GetInstance()->random_seed(), "-",
+                        reinterpret_cast<uintptr_t>(this));
     std::filesystem::create_directories(dir_);
     source_ = std::make_unique<XdsDirectorySource>(
         XdsDirectorySource::Options{dir_.string()}, clock_, &metrics_,
@@ -153,7 +158,8 @@ class XdsDirectoryTest : public ::testing::Test {
 TEST_F(XdsDirectoryTest, ServesValidFilesAndRejectsBadOnesByFileAndLine) {
   Write("cluster.yaml", kCluster);
   Write("endpoints.yaml", kEndpoints);
-  Write("broken.yaml", "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: x\nbogus: 1\n");
+  Write("broken.yaml",
+        "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: x\nbogus: 1\n");
   ASSERT_TRUE(source_->Reload().ok());
   ASSERT_NE(Last(), nullptr);
   EXPECT_NE(Find(type_url::kCluster, "backend"), nullptr);
@@ -212,7 +218,8 @@ TEST_F(XdsDirectoryTest, DanglingReferencesAndDuplicatesAreRejected) {
   bool saw_duplicate = false, saw_dangling = false;
   for (const Rejection& r : rejections) {
     saw_duplicate |= r.message.find("duplicate: already defined at") != std::string::npos;
-    saw_dangling |= r.message.find("ClusterLoadAssignment \"backend\" does not exist") != std::string::npos;
+    saw_dangling |=
+        r.message.find("ClusterLoadAssignment \"backend\" does not exist") != std::string::npos;
   }
   EXPECT_TRUE(saw_duplicate);
   EXPECT_TRUE(saw_dangling);
@@ -282,6 +289,51 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
     write("b.yaml");
     EXPECT_FALSE(scanner.Poll().has_value()) << "poll " << poll;
   }
+}
+
+// The watch reports files written, also in a directory made after it
+// started; the wait is for the event, bounded only so a broken watch fails.
+TEST(DirectoryWatchTest, ReportsChangesInNewSubdirectories) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "watched";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  absl::Mutex mu;
+  int events = 0;
+  DirectoryWatch watch;
+  ASSERT_TRUE(watch
+                  .Start(dir.string(),
+                         [&] {
+                           absl::MutexLock lock(&mu);
+                           ++events;
+                         })
+                  .ok());
+  auto wait_for_event = [&](int seen) {
+    absl::MutexLock lock(&mu);
+    auto more = [&] { return events > seen; };
+    return mu.AwaitWithTimeout(absl::Condition(&more), absl::Seconds(10));
+  };
+  auto count = [&] {
+    absl::MutexLock lock(&mu);
+    return events;
+  };
+
+  int seen = count();
+  std::ofstream(dir / "a.yaml") << "x";
+  EXPECT_TRUE(wait_for_event(seen)) << "file written";
+
+  // A new directory is watched before its creation is reported.
+  seen = count();
+  std::filesystem::create_directories(dir / "sub");
+  EXPECT_TRUE(wait_for_event(seen)) << "directory made";
+  seen = count();
+  std::ofstream(dir / "sub" / "b.yaml") << "y";
+  EXPECT_TRUE(wait_for_event(seen)) << "file written in the new directory";
+  watch.Stop();
+}
+
+TEST(DirectoryWatchTest, MissingDirectoryIsAnErrorNotACrash) {
+  DirectoryWatch watch;
+  EXPECT_FALSE(watch.Start("/nonexistent/holdfast-watch", [] {}).ok());
 }
 
 }  // namespace

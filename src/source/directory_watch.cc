@@ -1,0 +1,100 @@
+#include "src/source/directory_watch.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "src/common/log.h"
+
+namespace holdfast {
+namespace {
+
+// Whatever can change a listing or a file's fingerprint. IN_MODIFY is left
+// out: a writer closes the file when done (IN_CLOSE_WRITE), and each write
+// of a large file would otherwise be an event.
+constexpr uint32_t kEvents = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                             IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+
+}  // namespace
+
+absl::Status DirectoryWatch::Start(const std::string& directory, std::function<void()> on_change) {
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) return absl::UnavailableError(absl::StrCat("inotify: ", strerror(errno)));
+  stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (stop_fd_ < 0) {
+    Stop();
+    return absl::UnavailableError(absl::StrCat("eventfd: ", strerror(errno)));
+  }
+  if (inotify_add_watch(inotify_fd_, directory.c_str(), kEvents) < 0) {
+    absl::Status status =
+        absl::UnavailableError(absl::StrCat("cannot watch ", directory, ": ", strerror(errno)));
+    Stop();
+    return status;
+  }
+  directory_ = directory;
+  on_change_ = std::move(on_change);
+  WatchTree(directory_);
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+void DirectoryWatch::Stop() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof(one));
+    thread_.join();
+  }
+  if (inotify_fd_ >= 0) close(inotify_fd_);
+  if (stop_fd_ >= 0) close(stop_fd_);
+  inotify_fd_ = stop_fd_ = -1;
+}
+
+void DirectoryWatch::WatchTree(const std::string& directory) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  inotify_add_watch(inotify_fd_, directory.c_str(), kEvents);
+  fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink,
+                                      ec);
+  // Adding a watch twice only updates its mask, so re-walking is harmless.
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec)) inotify_add_watch(inotify_fd_, it->path().c_str(), kEvents);
+  }
+}
+
+void DirectoryWatch::Run() {
+  alignas(inotify_event) char buffer[16 * 1024];
+  pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  while (true) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      LogWarning("directory watch on %s stopped (%s); polling only", directory_, strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    bool changed = false;
+    bool new_directory = false;
+    ssize_t n;
+    while ((n = read(inotify_fd_, buffer, sizeof(buffer))) > 0) {
+      for (char* p = buffer; p < buffer + n;) {
+        auto* event = reinterpret_cast<inotify_event*>(p);
+        changed = true;
+        // A directory created or moved in needs watches of its own; a
+        // watched one renamed or deleted is covered by the re-walk too.
+        if (event->mask & (IN_ISDIR | IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) {
+          new_directory = true;
+        }
+        p += sizeof(inotify_event) + event->len;
+      }
+    }
+    if (new_directory) WatchTree(directory_);
+    if (changed) on_change_();
+  }
+}
+
+}  // namespace holdfast
