@@ -367,11 +367,14 @@ int RunServe(const ServeOptions& options) {
     }
   }
 
-  // Every 10 s at most, after a publication or a stream coming or going.
-  MemoryTrimmer trimmer([&cache, &proxies] {
-    return cache.Current(cache.default_group()).sequence * 1'000'003 + proxies.size();
-  });
-  trimmer.Start(absl::Seconds(10));
+  // After a publication or a stream coming or going, once quiet for 1 s
+  // (every 30 s under constant change).
+  MemoryTrimmer trimmer(
+      [&cache, &proxies] {
+        return cache.Current(cache.default_group()).sequence * 1'000'003 + proxies.size();
+      },
+      absl::Seconds(1), absl::Seconds(30));
+  trimmer.Start();
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

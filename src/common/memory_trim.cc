@@ -12,16 +12,19 @@ void ReleaseFreeMemory() {
 #endif
 }
 
-void MemoryTrimmer::Start(absl::Duration interval) {
-  poller_.Start(interval, [this] { MaybeTrim(); });
-}
-
-bool MemoryTrimmer::MaybeTrim() {
-  uint64_t activity = activity_();
-  if (trimmed_once_ && activity == trimmed_at_) return false;
+bool MemoryTrimmer::Check() {
+  const uint64_t activity = activity_();
+  const bool quiet = activity == last_seen_;
+  last_seen_ = activity;
+  if (trimmed_once_ && activity == trimmed_at_) {
+    busy_checks_ = 0;
+    return false;  // nothing happened since the last trim
+  }
+  if (!quiet && ++busy_checks_ < checks_per_max_wait_) return false;
   ReleaseFreeMemory();
-  trimmed_at_ = activity;
   trimmed_once_ = true;
+  trimmed_at_ = activity;
+  busy_checks_ = 0;
   return true;
 }
 

@@ -8,28 +8,41 @@
 
 namespace holdfast {
 
-// Hands freed heap memory back to the kernel now and then.
+// Hands freed heap memory back to the kernel once things go quiet.
 //
 // glibc keeps freed memory in its arenas unless it sits at the very top of
 // the heap, so a translation's temporaries or a fleet that disconnected stay
 // in the resident set for the life of the process: about a third of an idle
-// replica's heap. After `activity` (any value that changes when the process
-// did something worth trimming after, e.g. a publication or a stream closing)
-// has changed, the next tick trims. Trimming walks the free lists with each
-// arena's lock held, a few ms for hundreds of MB, so it runs at most once
-// per `interval` and never while nothing happened.
+// replica's heap. `activity` is any value that changes when the process did
+// something worth trimming after (a publication, a stream coming or going).
+// Checked every `interval`: once it has changed since the last trim and then
+// held still for a whole interval, the heap is trimmed. Trimming walks the
+// free lists with each arena's lock held (a few ms for hundreds of MB), so
+// it waits for a quiet moment, except that under activity that never stops
+// it still trims every `max_wait`.
 class MemoryTrimmer {
  public:
-  explicit MemoryTrimmer(std::function<uint64_t()> activity) : activity_(std::move(activity)) {}
-  void Start(absl::Duration interval);
+  explicit MemoryTrimmer(std::function<uint64_t()> activity, absl::Duration interval,
+                         absl::Duration max_wait)
+      : activity_(std::move(activity)),
+        checks_per_max_wait_(static_cast<int>(max_wait / interval)),
+        interval_(interval) {}
+  void Start() {
+    poller_.Start(interval_, [this] { Check(); });
+  }
   void Stop() { poller_.Stop(); }
-  // Trims if the activity value changed since the last trim; true if it did.
-  bool MaybeTrim();
+  // One check; true if it trimmed. Called by Start()'s thread, or by tests.
+  bool Check();
 
  private:
   std::function<uint64_t()> activity_;
-  uint64_t trimmed_at_ = 0;  // the activity value at the last trim (tick thread only)
+  const int checks_per_max_wait_;
+  const absl::Duration interval_;
+  // Tick-thread state.
   bool trimmed_once_ = false;
+  uint64_t trimmed_at_ = 0;  // activity at the last trim
+  uint64_t last_seen_ = 0;   // activity at the last check
+  int busy_checks_ = 0;      // checks since the last trim that saw activity
   Poller poller_;
 };
 
