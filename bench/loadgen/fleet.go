@@ -86,11 +86,15 @@ func New(opts Options) *Fleet {
 	return &Fleet{opts: opts, Tracker: newTracker(), dialSem: make(chan struct{}, opts.DialBatch)}
 }
 
+// envoyWindow is Envoy's default HTTP/2 initial stream and connection window
+// (http2_protocol_options, 256 MiB).
+const envoyWindow = 256 << 20
+
 // AddOptions configures proxies added together.
 type AddOptions struct {
 	// SmallWindows gives the proxies 64 KiB HTTP/2 windows (stream and
 	// connection) so that one that stops reading pushes back on the server
-	// quickly; others use grpc-go's defaults.
+	// quickly; others get Envoy's defaults (see envoyWindow).
 	SmallWindows bool
 	// Uncounted proxies are left out of the Tracker's counts (slow ones).
 	Uncounted bool
@@ -353,6 +357,12 @@ func (p *proxy) session(ctx context.Context) error {
 	}
 	if p.ao.SmallWindows {
 		dopts = append(dopts, grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	} else {
+		// Static windows, as Envoy's HTTP/2 client has. grpc-go's default is
+		// a dynamic window probed with a BDP ping after data arrives: one
+		// extra PING and PING ACK per response per proxy, which no Envoy sends
+		// and which the server would pay for.
+		dopts = append(dopts, grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
 	}
 	conn, err := grpc.NewClient("passthrough:///"+p.f.opts.Target, dopts...)
 	if err != nil {
