@@ -5,11 +5,14 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -70,20 +73,34 @@ void DirectoryWatch::WatchTree(const std::string& directory) {
 void DirectoryWatch::Run() {
   alignas(inotify_event) char buffer[16 * 1024];
   pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  // Events come in bursts (a copy, a batch of renames); a listing taken in
+  // the middle of one can miss renamed entries, and listings that keep
+  // disagreeing are never handed over. So the poller is woken once a burst
+  // has been quiet for kQuiet, or kMaxDelay after it began if it goes on.
+  constexpr int kQuietMs = 20;
+  constexpr absl::Duration kMaxDelay = absl::Milliseconds(200);
+  bool pending = false;
+  bool new_directory = false;
+  absl::Time burst_began;
   while (true) {
-    if (poll(fds, 2, -1) < 0) {
+    int timeout = -1;
+    if (pending) {
+      absl::Duration left = burst_began + kMaxDelay - absl::Now();
+      timeout = std::clamp(static_cast<int>(absl::ToInt64Milliseconds(left)), 0, kQuietMs);
+    }
+    int ready = poll(fds, 2, timeout);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       LogWarning("directory watch on %s stopped (%s); polling only", directory_, strerror(errno));
       return;
     }
     if (fds[1].revents != 0) return;
-    bool changed = false;
-    bool new_directory = false;
+    bool got = false;
     ssize_t n;
     while ((n = read(inotify_fd_, buffer, sizeof(buffer))) > 0) {
       for (char* p = buffer; p < buffer + n;) {
         auto* event = reinterpret_cast<inotify_event*>(p);
-        changed = true;
+        got = true;
         // A directory created or moved in needs watches of its own; a
         // watched one renamed or deleted is covered by the re-walk too.
         if (event->mask & (IN_ISDIR | IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) {
@@ -92,8 +109,17 @@ void DirectoryWatch::Run() {
         p += sizeof(inotify_event) + event->len;
       }
     }
+    if (got && !pending) {
+      pending = true;
+      burst_began = absl::Now();
+    }
+    if (!pending) continue;
+    const bool quiet = !got;
+    if (!quiet && absl::Now() - burst_began < kMaxDelay) continue;
     if (new_directory) WatchTree(directory_);
-    if (changed) on_change_();
+    new_directory = false;
+    pending = false;
+    on_change_();
   }
 }
 
