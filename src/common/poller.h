@@ -1,12 +1,10 @@
 #pragma once
 
-#include <algorithm>
 #include <functional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace holdfast {
@@ -16,10 +14,6 @@ namespace holdfast {
 // current wait short, e.g. when a file watch says something changed.
 class Poller {
  public:
-  // Wakes closer together than this are merged: a burst of events costs a
-  // poll every 10 ms at most, not one per event.
-  static constexpr absl::Duration kMinGap = absl::Milliseconds(10);
-
   Poller() = default;
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
@@ -39,8 +33,9 @@ class Poller {
       while (Wait(wait)) wait = poll();
     });
   }
-  // Polls now (no sooner than kMinGap after the last poll) instead of at the
-  // end of the current wait.
+  // Polls now instead of at the end of the current wait. Callers merge
+  // bursts of reasons to wake (DirectoryWatch waits for its events to go
+  // quiet).
   void Wake() {
     absl::MutexLock lock(&mu_);
     woken_ = true;
@@ -57,15 +52,9 @@ class Poller {
   // Waits `wait`, or less if woken; false once stopped.
   bool Wait(absl::Duration wait) {
     absl::MutexLock lock(&mu_);
-    const absl::Time start = absl::Now();
-    auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; };
     auto stopped_or_woken = [this]()
                                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || woken_; };
     mu_.AwaitWithTimeout(absl::Condition(&stopped_or_woken), wait);
-    if (!stopped_ && woken_) {
-      absl::Duration rest = std::min(wait, kMinGap) - (absl::Now() - start);
-      if (rest > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&stopped), rest);
-    }
     woken_ = false;
     return !stopped_;
   }

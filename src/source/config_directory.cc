@@ -56,27 +56,17 @@ absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFinger
 }
 
 void ConfigDirectorySource::Start() {
-  poller_.StartAdaptive(
-      options_.poll_interval,
-      [this, scanner = ConfirmedScanner(options_.directory, kExtensions)]() mutable {
-        if (auto scan = scanner.Poll()) {
-          absl::MutexLock lock(&reload_mu_);
-          (void)Apply(*scan);
-        }
-        return scanner.confirm_soon() ? options_.confirm_delay : options_.poll_interval;
-      });
-  // A change is looked at when inotify reports it, not only at the next poll.
-  if (absl::Status watching = watch_.Start(options_.directory, [this] { poller_.Wake(); });
-      !watching.ok()) {
-    LogInfo("%s; polling %s every %s", watching.message(), options_.directory,
-            absl::FormatDuration(options_.poll_interval));
-  }
+  follower_.Start({.directory = options_.directory,
+                   .extensions = kExtensions,
+                   .poll_interval = options_.poll_interval,
+                   .confirm_delay = options_.confirm_delay},
+                  [this](const DirectoryFollower::Listing& listing) {
+                    absl::MutexLock lock(&reload_mu_);
+                    (void)Apply(listing);
+                  });
 }
 
-void ConfigDirectorySource::Stop() {
-  watch_.Stop();
-  poller_.Stop();
-}
+void ConfigDirectorySource::Stop() { follower_.Stop(); }
 
 SourceHealth ConfigDirectorySource::health() const {
   SourceHealth health;

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <functional>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -15,9 +15,8 @@
 #include "src/source/config_files.h"
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
+#include "src/source/directory_follower.h"
 #include "src/source/directory_scanner.h"
-#include "src/common/poller.h"
-#include "src/source/directory_watch.h"
 
 namespace holdfast {
 
@@ -34,7 +33,7 @@ class ConfigDirectorySource : public ConfigSource {
     std::string directory;
     absl::Duration poll_interval = absl::Milliseconds(200);
     // How soon a changed listing is listed again to confirm it (see
-    // ConfirmedScanner::confirm_soon()).
+    // DirectoryFollower).
     absl::Duration confirm_delay = absl::Milliseconds(20);
     TranslatorOptions translator;
   };
@@ -67,8 +66,7 @@ class ConfigDirectorySource : public ConfigSource {
   bool applied_once_ ABSL_GUARDED_BY(reload_mu_) = false;
   std::atomic<bool> read_once_{false};
 
-  Poller poller_;
-  DirectoryWatch watch_;  // wakes poller_
+  DirectoryFollower follower_;
 };
 
 }  // namespace holdfast

@@ -14,9 +14,8 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
+#include "src/source/directory_follower.h"
 #include "src/source/directory_scanner.h"
-#include "src/common/poller.h"
-#include "src/source/directory_watch.h"
 
 namespace holdfast {
 
@@ -46,7 +45,7 @@ class XdsDirectorySource {
     std::string directory;
     absl::Duration poll_interval = absl::Milliseconds(250);
     // How soon a changed listing is listed again to confirm it (see
-    // ConfirmedScanner::confirm_soon()).
+    // DirectoryFollower).
     absl::Duration confirm_delay = absl::Milliseconds(20);
   };
 
@@ -64,7 +63,7 @@ class XdsDirectorySource {
 
   std::vector<Rejection> rejections() const;
 
- // Parsed content of one file; defined in the .cc.
+  // Parsed content of one file; defined in the .cc.
   struct FileState;
 
  private:
@@ -92,8 +91,7 @@ class XdsDirectorySource {
   mutable absl::Mutex mu_;
   std::vector<Rejection> rejections_ ABSL_GUARDED_BY(mu_);
 
-  Poller poller_;
-  DirectoryWatch watch_;  // wakes poller_
+  DirectoryFollower follower_;
 };
 
 }  // namespace holdfast

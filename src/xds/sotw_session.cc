@@ -25,8 +25,7 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
   // Most requests are ACKs repeating the names of the last one: compare
   // their bytes (by digest) instead of reading every name again.
   const uint64_t names_digest = absl::HashOf(request.names_wire);
-  const bool same_names = state.names_read && state.names_wire_size == request.names_wire.size() &&
-                          state.names_digest == names_digest;
+  const bool same_names = state.names_digest == names_digest;
   std::vector<absl::string_view> names;
   if (!same_names) {
     if (absl::Status status = ReadResourceNames(request.names_wire, &names); !status.ok()) {
@@ -51,8 +50,6 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
     }
   }
   const bool changed = !same_names && state.subscription.ApplySotw(names);
-  state.names_read = true;
-  state.names_wire_size = request.names_wire.size();
   state.names_digest = names_digest;
   // An ACK or NACK of the latest response owes nothing new: snapshots mark
   // the session dirty themselves when they arrive.

@@ -60,11 +60,9 @@ class SotwSession {
   struct TypeState {
     explicit TypeState(NameSetPool* pool) : subscription(pool) {}
     Subscription subscription;
-    // The names part (SotwRequest::names_wire) of the last request read:
-    // its size and digest, once there was one.
-    bool names_read = false;
-    size_t names_wire_size = 0;
-    uint64_t names_digest = 0;
+    // Digest of the names part (SotwRequest::names_wire, size included) of
+    // the last request read, once there was one.
+    std::optional<uint64_t> names_digest;
     bool dirty = false;  // may owe a response
     std::string sent_version;
     std::string sent_nonce;

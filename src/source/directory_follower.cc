@@ -1,0 +1,27 @@
+#include "src/source/directory_follower.h"
+
+#include "src/common/log.h"
+
+namespace holdfast {
+
+void DirectoryFollower::Start(Options options, std::function<void(const Listing&)> on_listing) {
+  poller_.StartAdaptive(
+      options.poll_interval,
+      [options, on_listing = std::move(on_listing),
+       scanner = ConfirmedScanner(options.directory, options.extensions)]() mutable {
+        if (auto listing = scanner.Poll()) on_listing(*listing);
+        return scanner.confirm_soon() ? options.confirm_delay : options.poll_interval;
+      });
+  if (absl::Status watching = watch_.Start(options.directory, [this] { poller_.Wake(); });
+      !watching.ok()) {
+    LogInfo("%s; polling %s every %s", watching.message(), options.directory,
+            absl::FormatDuration(options.poll_interval));
+  }
+}
+
+void DirectoryFollower::Stop() {
+  watch_.Stop();
+  poller_.Stop();
+}
+
+}  // namespace holdfast

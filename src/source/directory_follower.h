@@ -1,0 +1,45 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "src/common/poller.h"
+#include "src/source/directory_scanner.h"
+#include "src/source/directory_watch.h"
+
+namespace holdfast {
+
+// Follows a directory of config files for a source: lists it on a poller
+// thread, hands each confirmed listing (ConfirmedScanner) to `on_listing`,
+// lists a changed directory again `confirm_delay` later rather than a
+// `poll_interval` later, and is woken by an inotify watch when files change,
+// falling back to the poll where inotify is unavailable.
+class DirectoryFollower {
+ public:
+  struct Options {
+    std::string directory;
+    std::vector<std::string> extensions;  // ".yaml", ...
+    absl::Duration poll_interval;
+    absl::Duration confirm_delay;
+  };
+  using Listing = std::map<std::string, FileFingerprint>;
+
+  DirectoryFollower() = default;
+  DirectoryFollower(const DirectoryFollower&) = delete;
+  DirectoryFollower& operator=(const DirectoryFollower&) = delete;
+  ~DirectoryFollower() { Stop(); }
+
+  // Calls `on_listing` on the poller's thread. Call at most once.
+  void Start(Options options, std::function<void(const Listing&)> on_listing);
+  // Waits for a running `on_listing` to return. Idempotent.
+  void Stop();
+
+ private:
+  Poller poller_;
+  DirectoryWatch watch_;  // wakes poller_
+};
+
+}  // namespace holdfast
