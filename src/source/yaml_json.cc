@@ -1,22 +1,51 @@
 #include "src/source/yaml_json.h"
 
 #include <cstdlib>
-#include <regex>
 
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
 namespace {
 
-bool IsInteger(const std::string& s) {
-  static const std::regex* re = new std::regex(R"(^[-+]?(0|[1-9][0-9]*)$)");
-  return std::regex_match(s, *re);
+// Hand-written scanners, not std::regex: libstdc++'s regex recurses once
+// per character and overflows the stack on a long run of digits.
+size_t SkipDigits(const std::string& s, size_t i) {
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  return i;
 }
 
+size_t SkipSign(const std::string& s, size_t i) {
+  return i < s.size() && (s[i] == '-' || s[i] == '+') ? i + 1 : i;
+}
+
+// [-+]?(0|[1-9][0-9]*)
+bool IsInteger(const std::string& s) {
+  size_t start = SkipSign(s, 0);
+  size_t end = SkipDigits(s, start);
+  if (end == start || end != s.size()) return false;
+  return s[start] != '0' || end == start + 1;
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
 bool IsFloat(const std::string& s) {
-  static const std::regex* re =
-      new std::regex(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
-  return std::regex_match(s, *re);
+  size_t i = SkipSign(s, 0);
+  size_t int_end = SkipDigits(s, i);
+  bool has_int = int_end > i;
+  i = int_end;
+  if (i < s.size() && s[i] == '.') {
+    size_t frac_end = SkipDigits(s, i + 1);
+    if (!has_int && frac_end == i + 1) return false;
+    i = frac_end;
+  } else if (!has_int) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    size_t exp_start = SkipSign(s, i + 1);
+    size_t exp_end = SkipDigits(s, exp_start);
+    if (exp_end == exp_start) return false;
+    i = exp_end;
+  }
+  return i == s.size();
 }
 
 nlohmann::json Scalar(const YAML::Node& node) {
