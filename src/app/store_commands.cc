@@ -64,10 +64,13 @@ absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::stri
       files.push_back(path);
       continue;
     }
-    absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-        ScanDirectory(path, {".yaml", ".yml", ".json"});
+    absl::StatusOr<DirectoryListing> scan = ScanDirectory(path, {".yaml", ".yml", ".json"});
     if (!scan.ok()) return scan.status();
-    for (const auto& [file, fingerprint] : *scan) files.push_back(file);
+    if (!scan->unreadable.empty()) {
+      const auto& [dir, why] = *scan->unreadable.begin();
+      return absl::UnavailableError(absl::StrCat(dir, ": ", why));
+    }
+    for (const auto& [file, fingerprint] : scan->files) files.push_back(file);
   }
   return files;
 }

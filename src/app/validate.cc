@@ -7,7 +7,7 @@
 #include "src/admin/admin_server.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 namespace holdfast {
 
@@ -16,13 +16,17 @@ int RunValidate(const ValidateOptions& options) {
   for (const std::string& path : options.paths) {
     std::vector<std::string> found;
     if (std::filesystem::is_directory(path)) {
-      absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-          ScanDirectory(path, {".yaml", ".yml"});
+      absl::StatusOr<DirectoryListing> scan = ScanDirectory(path, {".yaml", ".yml"});
       if (!scan.ok()) {
         std::cerr << scan.status().message() << "\n";
         return 2;
       }
-      for (const auto& [file, fingerprint] : *scan) found.push_back(file);
+      for (const auto& [dir, why] : scan->unreadable) {
+        std::cerr << dir << ": " << why << "\n";
+        return 2;
+      }
+      for (const auto& [entry, why] : scan->skipped) std::cerr << entry << ": " << why << "\n";
+      for (const auto& [file, fingerprint] : scan->files) found.push_back(file);
     } else {
       found.push_back(path);
     }

@@ -16,39 +16,45 @@ ConfigDirectorySource::ConfigDirectorySource(Options options, const Clock& clock
 ConfigDirectorySource::~ConfigDirectorySource() { Stop(); }
 
 absl::Status ConfigDirectorySource::Reload() {
-  absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-      ScanDirectory(options_.directory, kExtensions);
+  absl::StatusOr<DirectoryListing> scan = ScanDirectory(options_.directory, kExtensions);
   if (!scan.ok()) return scan.status();
   absl::MutexLock lock(&reload_mu_);
   return Apply(*scan);
 }
 
-absl::Status ConfigDirectorySource::Apply(const std::map<std::string, FileFingerprint>& scan) {
+DirectoryListing ConfigDirectorySource::KeepUnreadable(const DirectoryListing& scan) const {
+  DirectoryListing listing = scan;
+  for (const auto& [dir, why] : scan.unreadable) {
+    const std::string prefix = dir + "/";
+    for (auto it = applied_.files.lower_bound(prefix);
+         it != applied_.files.end() && it->first.starts_with(prefix); ++it) {
+      listing.files.insert(*it);
+    }
+  }
+  return listing;
+}
+
+absl::Status ConfigDirectorySource::Apply(const DirectoryListing& scanned) {
+  const DirectoryListing scan = KeepUnreadable(scanned);
   if (applied_once_ && scan == applied_) return absl::OkStatus();
   std::map<std::string, DecodedFile> files;
-  for (const auto& [path, fingerprint] : scan) {
-    auto previous = applied_.find(path);
-    if (previous != applied_.end() && previous->second == fingerprint && files_.contains(path)) {
+  for (const auto& [path, fingerprint] : scan.files) {
+    auto previous = applied_.files.find(path);
+    if (previous != applied_.files.end() && previous->second == fingerprint &&
+        files_.contains(path)) {
       files.emplace(path, files_.at(path));
       continue;
     }
-    absl::StatusOr<std::string> contents = ReadWholeFile(path);
-    DecodedFile decoded;
-    if (!contents.ok()) {
-      decoded.syntax_error = FieldError{"", std::string(contents.status().message()), {path, 0}};
-    } else {
-      decoded = DecodeObjects(*contents, path);
-    }
-    if (!decoded.syntax_error) last_readable_[path] = decoded;
-    files.emplace(path, std::move(decoded));
+    files.emplace(path, ReadAndDecode(path));
+    if (!files.at(path).syntax_error) last_readable_[path] = files.at(path);
   }
   for (auto it = last_readable_.begin(); it != last_readable_.end();) {
-    it = scan.contains(it->first) ? std::next(it) : last_readable_.erase(it);
+    it = scan.files.contains(it->first) ? std::next(it) : last_readable_.erase(it);
   }
   files_ = std::move(files);
   applied_ = scan;
   applied_once_ = true;
-  StatusMap file_statuses;
+  StatusMap file_statuses = ListingStatuses(scan);
   TranslationInput input = AssembleInput(files_, last_readable_, &file_statuses);
   absl::Status applied = pipeline_.Apply(input, file_statuses);
   read_once_ = true;

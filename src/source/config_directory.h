@@ -54,13 +54,17 @@ class ConfigDirectorySource : public ConfigSource {
   }
 
  private:
-  absl::Status Apply(const std::map<std::string, FileFingerprint>& scan);
+  absl::Status Apply(const DirectoryListing& scan);
+  // The listing to apply: `scan`, plus what was applied before under
+  // directories that cannot be listed now (unknown is not gone).
+  DirectoryListing KeepUnreadable(const DirectoryListing& scan) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const Options options_;
 
   absl::Mutex reload_mu_;
   ConfigPipeline pipeline_ ABSL_GUARDED_BY(reload_mu_);
-  std::map<std::string, FileFingerprint> applied_ ABSL_GUARDED_BY(reload_mu_);
+  DirectoryListing applied_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> files_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> last_readable_ ABSL_GUARDED_BY(reload_mu_);
   bool applied_once_ ABSL_GUARDED_BY(reload_mu_) = false;

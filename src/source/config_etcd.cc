@@ -221,7 +221,7 @@ void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::st
   ObjectKey key{parts[0], parts[1], parts[2]};
   std::vector<FieldError>& invalid = input->invalid[key];
   if (decoded.syntax_error) {
-    invalid.push_back(FieldError{"", absl::StrCat("not valid YAML: ", decoded.syntax_error->message),
+    invalid.push_back(FieldError{"", decoded.syntax_error->message,
                                  decoded.syntax_error->location});
   } else if (decoded.objects.size() != 1) {
     invalid.push_back(FieldError{

@@ -1,12 +1,14 @@
 #include "src/source/config_files.h"
 
+#include "absl/strings/str_join.h"
+
 namespace holdfast {
 
 TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
                                const std::map<std::string, DecodedFile>& last_readable,
                                StatusMap* file_statuses) {
   TranslationInput input;
-  std::map<ObjectKey, SourceLocation> defined_at;
+  std::map<ObjectKey, std::vector<const DecodedObject*>> definitions;
   for (const auto& [path, file] : files) {
     const DecodedFile* content = &file;
     if (file.syntax_error) {
@@ -15,7 +17,7 @@ TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
       status.key = key;
       status.location = file.syntax_error->location;
       auto last = last_readable.find(path);
-      status.Reject("", absl::StrCat("not valid YAML: ", file.syntax_error->message,
+      status.Reject("", absl::StrCat(file.syntax_error->message,
                                      last != last_readable.end()
                                          ? "; serving what the file held before"
                                          : ""),
@@ -34,42 +36,55 @@ TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
         for (const FieldError& e : decoded.errors.errors()) status.Reject(e.path, e.message, e.location);
         continue;
       }
-      auto [first, fresh] = defined_at.emplace(*decoded.key, decoded.location);
-      if (!fresh) {
-        ObjectStatus& status = (*file_statuses)[*decoded.key];
-        status.key = *decoded.key;
-        status.Warn("metadata.name",
-                    absl::StrCat("defined again at ", decoded.location.ToString(),
-                                 "; that definition is ignored"),
-                    first->second);
-        continue;
-      }
-      if (decoded.object) {
-        input.objects.emplace(*decoded.key, *decoded.object);
-      } else {
-        input.invalid[*decoded.key] = decoded.errors.errors();
-      }
+      definitions[*decoded.key].push_back(&decoded);
+    }
+  }
+  for (const auto& [key, defined] : definitions) {
+    if (defined.size() > 1) {
+      std::vector<std::string> places;
+      for (const DecodedObject* d : defined) places.push_back(d->location.ToString());
+      input.invalid[key] = {FieldError{
+          "metadata.name",
+          absl::StrCat("defined ", defined.size(), " times (", absl::StrJoin(places, ", "),
+                       "); remove all but one"),
+          defined.back()->location}};
+    } else if (defined.front()->object) {
+      input.objects.emplace(key, *defined.front()->object);
+    } else {
+      input.invalid[key] = defined.front()->errors.errors();
     }
   }
   return input;
 }
 
-StatusMap MergeStatuses(StatusMap statuses, const StatusMap& file_statuses) {
-  for (const auto& [key, extra] : file_statuses) {
-    auto it = statuses.find(key);
-    if (it == statuses.end()) {
-      statuses[key] = extra;
-      continue;
-    }
-    for (const FieldError& reason : extra.reasons) {
-      if (extra.state == StatusState::kRejected) {
-        it->second.Reject(reason.path, reason.message, reason.location);
-      } else {
-        it->second.Warn(reason.path, reason.message, reason.location);
-      }
-    }
+DecodedFile ReadAndDecode(const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadWholeFile(path);
+  if (!contents.ok()) {
+    DecodedFile unreadable;
+    unreadable.syntax_error =
+        FieldError{"", absl::StrCat("cannot read: ", contents.status().message()), {path, 0}};
+    return unreadable;
+  }
+  return DecodeObjects(*contents, path);
+}
+
+StatusMap ListingStatuses(const DirectoryListing& listing) {
+  StatusMap statuses;
+  for (const auto& [path, why] : listing.unreadable) {
+    ObjectKey key{kFileKind, "", path};
+    statuses[key].key = key;
+    statuses[key].location = {path, 0};
+    statuses[key].Reject("", absl::StrCat(why, "; serving what it held before"), {path, 0});
+    statuses[key].serving_last_good = true;
+  }
+  for (const auto& [path, why] : listing.skipped) {
+    ObjectKey key{kFileKind, "", path};
+    statuses[key].key = key;
+    statuses[key].location = {path, 0};
+    statuses[key].Warn("", why, {path, 0});
   }
   return statuses;
 }
+
 
 }  // namespace holdfast

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "src/model/decode.h"
+#include "src/source/directory_scanner.h"
 #include "src/translate/translator.h"
 
 namespace holdfast {
@@ -11,15 +12,22 @@ namespace holdfast {
 // Kind used in statuses for problems that belong to a whole file.
 inline constexpr char kFileKind[] = "File";
 
-// Gathers decoded files into one translation input. Files are taken in path
-// order: an object defined twice keeps its first definition and the second
-// is reported. A file that is not valid YAML contributes what
+// Gathers decoded files into one translation input. An object defined more
+// than once is Rejected, naming every definition, and keeps its last
+// accepted version in service: which file wins must never depend on how
+// files happen to sort. A file that is not valid YAML contributes what
 // `last_readable` (its last readable content, if any) held, and a status.
 TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
                                const std::map<std::string, DecodedFile>& last_readable,
                                StatusMap* file_statuses);
 
-// Statuses from the translator plus file problems, in one map.
-StatusMap MergeStatuses(StatusMap statuses, const StatusMap& file_statuses);
+// Reads and decodes one config file; a file that cannot be read (or is too
+// large) becomes a syntax error of the file, so it keeps what it held before.
+DecodedFile ReadAndDecode(const std::string& path);
+
+// Statuses for what a listing could not look at: an unreadable directory is
+// Rejected (its files keep what they held), a skipped entry is a Warning.
+StatusMap ListingStatuses(const DirectoryListing& listing);
+
 
 }  // namespace holdfast

@@ -25,7 +25,7 @@ class DirectoryFollower {
     absl::Duration poll_interval;
     absl::Duration confirm_delay;
   };
-  using Listing = std::map<std::string, FileFingerprint>;
+  using Listing = DirectoryListing;
 
   DirectoryFollower() = default;
   DirectoryFollower(const DirectoryFollower&) = delete;

@@ -3,9 +3,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
@@ -14,35 +15,97 @@ namespace holdfast {
 
 namespace fs = std::filesystem;
 
-absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
-    const std::string& directory, const std::vector<std::string>& extensions) {
-  std::error_code ec;
-  fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink,
-                                      ec);
-  if (ec)
-    return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
-  std::map<std::string, FileFingerprint> files;
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec)
-      return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
-    const fs::path& path = it->path();
-    if (!path.filename().empty() && path.filename().string()[0] == '.') {
-      if (it->is_directory()) it.disable_recursion_pending();
-      continue;
+namespace {
+
+bool IsUnder(const fs::path& path, const fs::path& root) {
+  auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return root_end == root.end();
+}
+
+// One walk of a tree: the listing so far, and the directories already
+// listed (by device and inode), so links to them are not followed again.
+class TreeWalk {
+ public:
+  TreeWalk(fs::path root, const std::vector<std::string>& extensions)
+      : root_(std::move(root)), extensions_(extensions) {}
+
+  // Lists `dir` and what is under it; false if `dir` itself is unreadable.
+  bool List(const fs::path& dir) {
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0) return Unreadable(dir, errno);
+    if (!visited_.insert({st.st_dev, st.st_ino}).second) return true;  // a link loop
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) return Unreadable(dir, ec.value());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      Visit(it->path());
+    }
+    // A failed increment ends the loop as if the listing were complete.
+    if (ec) return Unreadable(dir, ec.value());
+    return true;
+  }
+
+  DirectoryListing Take() { return std::move(listing_); }
+
+ private:
+  bool Unreadable(const fs::path& dir, int error) {
+    listing_.unreadable[dir.string()] = absl::StrCat("cannot list: ", std::strerror(error));
+    return false;
+  }
+
+  void Visit(const fs::path& path) {
+    const std::string name = path.filename().string();
+    if (name.empty() || name[0] == '.') return;
+    std::error_code ec;
+    if (fs::is_symlink(path, ec)) {
+      fs::path target = fs::canonical(path, ec);
+      if (ec) return;  // dangling: like a file that is not there
+      if (!IsUnder(target, root_)) {
+        listing_.skipped[path.string()] = absl::StrCat(
+            "symlink to ", target.string(), ", outside ", root_.string(), "; not followed");
+        return;
+      }
+    }
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return;  // gone since it was listed
+    if (S_ISDIR(st.st_mode)) {
+      List(path);
+      return;
     }
     const std::string ext = path.extension().string();
-    if (std::find(extensions.begin(), extensions.end(), ext) == extensions.end()) continue;
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    files[path.string()] = {
+    if (std::find(extensions_.begin(), extensions_.end(), ext) == extensions_.end()) return;
+    if (!S_ISREG(st.st_mode)) return;
+    listing_.files[path.string()] = {
         static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
         static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
   }
-  return files;
+
+  const fs::path root_;
+  const std::vector<std::string>& extensions_;
+  std::set<std::pair<dev_t, ino_t>> visited_;
+  DirectoryListing listing_;
+};
+
+}  // namespace
+
+absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
+                                               const std::vector<std::string>& extensions) {
+  std::error_code ec;
+  fs::path root = fs::canonical(directory, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
+  }
+  TreeWalk walk(root, extensions);
+  if (!walk.List(directory)) {
+    DirectoryListing failed = walk.Take();
+    return absl::UnavailableError(
+        absl::StrCat(directory, ": ", failed.unreadable.begin()->second));
+  }
+  return walk.Take();
 }
 
-std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
-  absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
+std::optional<DirectoryListing> ConfirmedScanner::Poll() {
+  absl::StatusOr<DirectoryListing> scan =
       ScanDirectory(directory_, extensions_);
   if (!scan.ok()) {
     if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
@@ -56,7 +119,10 @@ std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
   bool confirmed = previous_.has_value() && *scan == *previous_;
   if (!confirmed && previous_.has_value() && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
     // Still changing: settle for the same names.
-    confirmed = std::equal(scan->begin(), scan->end(), previous_->begin(), previous_->end(),
+    const auto& now = scan->files;
+    const auto& before = previous_->files;
+    confirmed = scan->unreadable == previous_->unreadable &&
+                std::equal(now.begin(), now.end(), before.begin(), before.end(),
                            [](const auto& a, const auto& b) { return a.first == b.first; });
   }
   confirm_soon_ = !confirmed && unconfirmed_polls_ <= 1;
@@ -64,15 +130,6 @@ std::optional<std::map<std::string, FileFingerprint>> ConfirmedScanner::Poll() {
   if (!confirmed) return std::nullopt;
   unconfirmed_polls_ = 0;
   return previous_;
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
-  return contents.str();
 }
 
 }  // namespace holdfast

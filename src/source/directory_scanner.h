@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "src/common/read_file.h"
 
 namespace holdfast {
 
@@ -18,12 +19,25 @@ struct FileFingerprint {
   bool operator==(const FileFingerprint&) const = default;
 };
 
-// Lists the config files under `directory` (recursively, following
-// symlinks, skipping names that start with '.') whose extension is one of
-// `extensions` (".yaml", ...), with their fingerprints. Fails only if the
-// directory itself cannot be listed.
-absl::StatusOr<std::map<std::string, FileFingerprint>> ScanDirectory(
-    const std::string& directory, const std::vector<std::string>& extensions);
+// A directory tree's config files, and what could not be looked at.
+struct DirectoryListing {
+  std::map<std::string, FileFingerprint> files;
+  // Directories that could not be listed (their files are unknown, not
+  // gone), and entries skipped on purpose (symlinks that leave the tree),
+  // each with why. Sources keep serving what an unreadable directory held.
+  std::map<std::string, std::string> unreadable;
+  std::map<std::string, std::string> skipped;
+  bool operator==(const DirectoryListing&) const = default;
+};
+
+// Lists the config files under `directory` (recursively, skipping names that
+// start with '.') whose extension is one of `extensions` (".yaml", ...),
+// with their fingerprints. Symlinks are followed only to targets inside the
+// tree, and each directory is listed once, however many links lead to it (a
+// link loop ends there). Fails only if `directory` itself cannot be listed;
+// a subdirectory that cannot be listed is reported in `unreadable`.
+absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
+                                               const std::vector<std::string>& extensions);
 
 // Lists a directory again and again, and hands over a listing only once the
 // next one confirms it. That debounces editors and multi-file copies, and
@@ -51,9 +65,9 @@ class ConfirmedScanner {
         max_unconfirmed_polls_(max_unconfirmed_polls) {}
 
   // A listing equal to the previous call's; or, after max_unconfirmed_polls
-  // calls without one, a listing with the same names as the previous call's;
-  // else nullopt.
-  std::optional<std::map<std::string, FileFingerprint>> Poll();
+  // calls without one, a listing with the same names (and the same
+  // unreadable directories) as the previous call's; else nullopt.
+  std::optional<DirectoryListing> Poll();
 
   // True when the last Poll() saw a new listing after a settled one (or a
   // first listing): its confirmation should be sought soon, so that a
@@ -70,10 +84,18 @@ class ConfirmedScanner {
   bool healthy_ = true;
   int unconfirmed_polls_ = 0;
   bool confirm_soon_ = false;
-  std::optional<std::map<std::string, FileFingerprint>> previous_;
+  std::optional<DirectoryListing> previous_;
 };
 
-// Reads a whole file.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// The largest config file read. Decoding takes up to ~100 times a file's
+// size in memory (YAML nodes), so a larger file is refused, not read.
+inline constexpr int64_t kMaxConfigFileBytes = 4 << 20;
+
+// Reads a whole regular file of at most `max_bytes`. Anything else (a FIFO,
+// a device, a larger file) is refused without blocking or reading it all.
+inline absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
+                                                 int64_t max_bytes = kMaxConfigFileBytes) {
+  return ReadRegularFile(path, max_bytes);
+}
 
 }  // namespace holdfast

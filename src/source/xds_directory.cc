@@ -9,7 +9,7 @@
 #include "src/snapshot/references.h"
 #include "src/source/directory_scanner.h"
 #include "src/source/envoy_file_parser.h"
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 namespace holdfast {
 
@@ -75,18 +75,27 @@ XdsDirectorySource::XdsDirectorySource(Options options, const Clock& clock,
 XdsDirectorySource::~XdsDirectorySource() { Stop(); }
 
 absl::Status XdsDirectorySource::Reload() {
-  absl::StatusOr<std::map<std::string, FileFingerprint>> scan =
-      ScanDirectory(options_.directory, kExtensions);
+  absl::StatusOr<DirectoryListing> scan = ScanDirectory(options_.directory, kExtensions);
   if (!scan.ok()) return scan.status();
   absl::MutexLock reload(&reload_mu_);
   return Apply(*scan);
 }
 
-absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerprint>& scan) {
-  // 1. Re-parse the files whose fingerprint changed.
+absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
+  // 1. Re-parse the files whose fingerprint changed; keep what directories
+  //    that cannot be listed now held (unknown is not gone).
   std::map<std::string, std::shared_ptr<FileState>> files;
-  bool changed = false;
-  for (const auto& [path, fingerprint] : scan) {
+  for (const auto& [dir, why] : scan.unreadable) {
+    const std::string prefix = dir + "/";
+    for (auto it = files_.lower_bound(prefix); it != files_.end() && it->first.starts_with(prefix);
+         ++it) {
+      files.insert(*it);
+    }
+  }
+  bool changed = scan.unreadable != listing_problems_.unreadable ||
+                 scan.skipped != listing_problems_.skipped;
+  listing_problems_ = {{}, scan.unreadable, scan.skipped};
+  for (const auto& [path, fingerprint] : scan.files) {
     auto previous = files_.find(path);
     if (previous != files_.end() && previous->second->fingerprint == fingerprint) {
       files.emplace(path, previous->second);
@@ -105,6 +114,10 @@ absl::Status XdsDirectorySource::Apply(const std::map<std::string, FileFingerpri
   // 2. Gather candidates: valid resources first, then last good versions of
   //    what could not be read this time.
   std::vector<Rejection> rejections;
+  for (const auto& [dir, why] : scan.unreadable) {
+    rejections.push_back({dir, 0, "", "", absl::StrCat(why, "; serving what it held before"), true});
+  }
+  for (const auto& [path, why] : scan.skipped) rejections.push_back({path, 0, "", "", why});
   std::map<Key, Candidate> candidates;
   for (const auto& [file, state] : files_) {
     for (const FileState::Good& good : state->good) {

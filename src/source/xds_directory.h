@@ -67,7 +67,7 @@ class XdsDirectorySource {
   struct FileState;
 
  private:
-  absl::Status Apply(const std::map<std::string, FileFingerprint>& scan)
+  absl::Status Apply(const DirectoryListing& scan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   struct Served {
@@ -83,6 +83,8 @@ class XdsDirectorySource {
 
   absl::Mutex reload_mu_;  // one reload at a time
   std::map<std::string, std::shared_ptr<FileState>> files_ ABSL_GUARDED_BY(reload_mu_);
+  // The last listing's unreadable directories and skipped entries.
+  DirectoryListing listing_problems_ ABSL_GUARDED_BY(reload_mu_);
   // What is served, by (type_url, name): the last good version of everything.
   std::map<std::pair<std::string, std::string>, Served> served_ ABSL_GUARDED_BY(reload_mu_);
   std::string published_version_ ABSL_GUARDED_BY(reload_mu_);

@@ -9,7 +9,7 @@
 #include "src/source/directory_scanner.h"
 #include "src/source/directory_watch.h"
 #include "src/source/envoy_file_parser.h"
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 namespace holdfast {
 namespace {
@@ -253,7 +253,7 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
   EXPECT_TRUE(scanner.confirm_soon());
   auto stable = scanner.Poll();
   ASSERT_TRUE(stable.has_value());
-  EXPECT_EQ(stable->size(), 2u);
+  EXPECT_EQ(stable->files.size(), 2u);
   EXPECT_FALSE(scanner.confirm_soon());
 
   // One change is confirmed soon; a listing that changes again is not.
@@ -273,7 +273,7 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
     auto listing = scanner.Poll();
     if (listing.has_value()) {
       ++handed_over;
-      EXPECT_EQ(listing->size(), 2u);
+      EXPECT_EQ(listing->files.size(), 2u);
       EXPECT_EQ(poll % 3, 0) << "handed over after every third unconfirmed poll";
     }
   }

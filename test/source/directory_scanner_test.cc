@@ -1,0 +1,172 @@
+#include "src/source/directory_scanner.h"
+
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+#include "src/source/config_directory.h"
+#include "src/source/config_files.h"
+
+namespace holdfast {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/holdfast-scan-XXXXXX";
+    root_ = mkdtemp(dir_template);
+    fs::create_directories(root_ / "config");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(root_ / "config" / "locked", fs::perms::owner_all, ec);
+    fs::remove_all(root_);
+  }
+  fs::path config() const { return root_ / "config"; }
+  void Write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+
+  fs::path root_;
+};
+
+// Runs `f` on a thread without the capabilities that let root read any
+// directory (capabilities are per thread), so mode 000 means unreadable
+// whoever runs the test.
+template <typename F>
+void WithoutDacOverride(F f) {
+  std::thread([&] {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    ASSERT_EQ(syscall(SYS_capget, &header, data), 0);
+    for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH}) data[0].effective &= ~(1u << cap);
+    ASSERT_EQ(syscall(SYS_capset, &header, data), 0);
+    f();
+  }).join();
+}
+
+TEST_F(ScanTest, AnUnreadableSubdirectoryIsReportedNotTakenAsEmpty) {
+  Write(config() / "a.yaml", "a");
+  Write(config() / "locked" / "b.yaml", "b");
+  fs::permissions(config() / "locked", fs::perms::none);
+  WithoutDacOverride([&] {
+    absl::StatusOr<DirectoryListing> listing = ScanDirectory(config().string(), {".yaml"});
+    ASSERT_TRUE(listing.ok()) << listing.status();
+    EXPECT_EQ(listing->files.size(), 1u);
+    ASSERT_EQ(listing->unreadable.size(), 1u);
+    EXPECT_EQ(listing->unreadable.begin()->first, (config() / "locked").string());
+    EXPECT_TRUE(absl::StrContains(listing->unreadable.begin()->second, "Permission denied"));
+  });
+}
+
+TEST_F(ScanTest, AnUnreadableRootFails) {
+  fs::permissions(config(), fs::perms::none);
+  WithoutDacOverride([&] { EXPECT_FALSE(ScanDirectory(config().string(), {".yaml"}).ok()); });
+  fs::permissions(config(), fs::perms::owner_all);
+}
+
+TEST_F(ScanTest, SymlinkLoopsAreListedOnceAndLinksOutOfTheTreeAreSkipped) {
+  Write(config() / "a.yaml", "a");
+  Write(config() / "sub" / "b.yaml", "b");
+  fs::create_directory_symlink("..", config() / "sub" / "loop");
+  fs::create_directory_symlink(config(), config() / "self");
+  Write(root_ / "outside" / "secret.yaml", "s");
+  fs::create_directory_symlink(root_ / "outside", config() / "escape");
+  fs::create_symlink(root_ / "outside" / "secret.yaml", config() / "escape.yaml");
+
+  absl::StatusOr<DirectoryListing> listing = ScanDirectory(config().string(), {".yaml"});
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  std::vector<std::string> names;
+  for (const auto& [path, fingerprint] : listing->files) names.push_back(path);
+  EXPECT_EQ(names, (std::vector<std::string>{(config() / "a.yaml").string(),
+                                             (config() / "sub" / "b.yaml").string()}));
+  EXPECT_EQ(listing->skipped.size(), 2u);
+  EXPECT_TRUE(listing->skipped.contains((config() / "escape").string()));
+  EXPECT_TRUE(listing->skipped.contains((config() / "escape.yaml").string()));
+}
+
+// Kubernetes mounts a ConfigMap as links through hidden directories.
+TEST_F(ScanTest, ConfigMapStyleLinksInsideTheTreeAreFollowed) {
+  Write(config() / "..2026_12_01" / "gw.yaml", "g");
+  fs::create_directory_symlink("..2026_12_01", config() / "..data");
+  fs::create_symlink("..data/gw.yaml", config() / "gw.yaml");
+  absl::StatusOr<DirectoryListing> listing = ScanDirectory(config().string(), {".yaml"});
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->files.size(), 1u);
+  EXPECT_EQ(listing->files.begin()->first, (config() / "gw.yaml").string());
+}
+
+TEST_F(ScanTest, ReadWholeFileRefusesFifosAndLargeFilesWithoutReadingThem) {
+  ASSERT_EQ(mkfifo((root_ / "fifo.yaml").c_str(), 0600), 0);
+  absl::StatusOr<std::string> fifo = ReadWholeFile((root_ / "fifo.yaml").string());
+  EXPECT_TRUE(absl::StrContains(fifo.status().message(), "not a regular file")) << fifo.status();
+  Write(root_ / "big.yaml", std::string(1001, 'x'));
+  EXPECT_EQ(ReadWholeFile((root_ / "big.yaml").string(), 1000).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(*ReadWholeFile((root_ / "big.yaml").string(), 1001), std::string(1001, 'x'));
+  EXPECT_FALSE(ReadWholeFile("/dev/zero").ok());
+}
+
+constexpr char kUpstream[] = R"(apiVersion: holdfast.dev/v1
+kind: Upstream
+metadata: {name: api, namespace: shop}
+spec:
+  hosts: [{address: 10.0.0.%d, port: 80}]
+)";
+
+std::string UpstreamAt(int host) {
+  char text[256];
+  std::snprintf(text, sizeof(text), kUpstream, host);
+  return text;
+}
+
+TEST(AssembleInputTest, AnObjectDefinedTwiceIsRejectedNamingBothPlaces) {
+  std::map<std::string, DecodedFile> files = {
+      {"a.yaml", DecodeObjects(UpstreamAt(1), "a.yaml")},
+      {"b.yaml", DecodeObjects(UpstreamAt(2), "b.yaml")}};
+  StatusMap file_statuses;
+  TranslationInput input = AssembleInput(files, {}, &file_statuses);
+  const ObjectKey key{"Upstream", "shop", "api"};
+  EXPECT_FALSE(input.objects.contains(key)) << "neither definition silently wins";
+  ASSERT_TRUE(input.invalid.contains(key));
+  const std::string& message = input.invalid.at(key).front().message;
+  EXPECT_TRUE(absl::StrContains(message, "a.yaml:1")) << message;
+  EXPECT_TRUE(absl::StrContains(message, "b.yaml:1")) << message;
+}
+
+TEST_F(ScanTest, SourceKeepsServingWhatAnUnreadableDirectoryHeld) {
+  Write(config() / "locked" / "api.yaml", UpstreamAt(1));
+  std::vector<SnapshotPtr> published;
+  MetricsRegistry metrics;
+  ConfigDirectorySource source({.directory = config().string()}, Clock::Real(), &metrics,
+                               [&](SnapshotPtr s) { published.push_back(s); });
+  ASSERT_TRUE(source.Reload().ok());
+  ASSERT_EQ(published.size(), 1u);
+  const size_t served = published.back()->size();
+  EXPECT_GT(served, 0u);
+
+  fs::permissions(config() / "locked", fs::perms::none);
+  Write(config() / "other.yaml", absl::StrReplaceAll(UpstreamAt(2), {{"name: api", "name: web"}}));
+  WithoutDacOverride([&] { ASSERT_TRUE(source.Reload().ok()); });
+  ASSERT_EQ(published.size(), 2u) << "the readable change is served";
+  EXPECT_EQ(published.back()->size(), 2 * served) << "and nothing is withdrawn";
+  StatusMap statuses = source.statuses();
+  const ObjectKey dir_key{kFileKind, "", (config() / "locked").string()};
+  ASSERT_TRUE(statuses.contains(dir_key));
+  EXPECT_EQ(statuses.at(dir_key).state, StatusState::kRejected);
+  EXPECT_TRUE(statuses.at(dir_key).serving_last_good);
+}
+
+}  // namespace
+}  // namespace holdfast
