@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
 #include "src/common/utf8.h"
@@ -21,6 +22,68 @@ bool ValidName(const std::string& name) {
     if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.')) return false;
   }
   return absl::ascii_isalnum(name.front()) && absl::ascii_isalnum(name.back());
+}
+
+// A namespace is a DNS label, as in Kubernetes: resource names join it to
+// object names with '/', so neither may contain one.
+bool ValidNamespace(const std::string& ns) {
+  if (ns.empty() || ns.size() > 63) return false;
+  for (char c : ns) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-')) return false;
+  }
+  return absl::ascii_isalnum(ns.front()) && absl::ascii_isalnum(ns.back());
+}
+
+// A host name with an optional port, or an Envoy wildcard: "*", a leading
+// "*" ("*.example.com", "*-api.example.com") or a trailing one ("api.*").
+// gRPC API listeners are named by domain, so a domain must never look like
+// another resource's name (those always contain '/').
+std::string DomainError(const std::string& domain) {
+  if (domain.empty() || domain.size() > 253) return "must be 1 to 253 characters";
+  if (domain == "*") return "";
+  absl::string_view host = domain;
+  if (host.front() == '*') host.remove_prefix(1);
+  else if (host.back() == '*') host.remove_suffix(1);
+  if (size_t colon = host.rfind(':'); colon != absl::string_view::npos) {
+    absl::string_view port = host.substr(colon + 1);
+    uint32_t value = 0;
+    if (!absl::SimpleAtoi(port, &value) || value == 0 || value > 65535) {
+      return "a port after ':' must be 1-65535";
+    }
+    host = host.substr(0, colon);
+  }
+  if (host.empty()) return "needs a host name besides the wildcard";
+  for (char c : host) {
+    if (!(absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_')) {
+      return absl::StrCat("'", std::string(1, c),
+                          "' is not allowed: use letters, digits, '-', '.', one leading or "
+                          "trailing '*', and an optional :PORT");
+    }
+  }
+  return "";
+}
+
+// RFC 9110 token characters (Envoy's strict header-name rule), with an
+// optional leading ':' for pseudo-headers.
+bool ValidHeaderName(const std::string& name) {
+  if (name.empty() || name.size() > 16384) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (i == 0 && c == ':' && name.size() > 1) continue;
+    if (absl::ascii_isalnum(c) || absl::string_view("!#$%&'*+-.^_`|~").find(c) !=
+                                      absl::string_view::npos) {
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+void CheckHeaderName(YamlCursor& c, const std::string& field, const std::string& name) {
+  if (!ValidHeaderName(name)) {
+    c.FieldError(field, absl::StrCat("\"", name, "\" is not a header name (letters, digits and ",
+                                     "!#$%&'*+-.^_`|~)"));
+  }
 }
 
 void CheckRegex(YamlCursor& c, const std::string& field, const std::string& pattern) {
@@ -100,6 +163,11 @@ HeaderEdits DecodeHeaderEdits(YamlCursor& c) {
   edits.add.assign(add.begin(), add.end());
   edits.set.assign(set.begin(), set.end());
   c.StringList("remove", &edits.remove);
+  for (const auto& [name, value] : add) CheckHeaderName(c, absl::StrCat("add.", name), name);
+  for (const auto& [name, value] : set) CheckHeaderName(c, absl::StrCat("set.", name), name);
+  for (size_t i = 0; i < edits.remove.size(); ++i) {
+    CheckHeaderName(c, absl::StrCat("remove[", i, "]"), edits.remove[i]);
+  }
   c.RejectUnknownFields();
   return edits;
 }
@@ -166,7 +234,9 @@ Route DecodeRoute(YamlCursor& c) {
     }
     m->List("headers", [&](YamlCursor& h) {
       HeaderMatch header;
-      h.String("name", &header.name, true);
+      if (h.String("name", &header.name, true) && !header.name.empty()) {
+        CheckHeaderName(h, "name", header.name);
+      }
       h.Bool("invert", &header.invert);
       if (auto match = DecodeStringMatch(h, true)) header.match = *match;
       h.RejectUnknownFields();
@@ -230,7 +300,7 @@ Route DecodeRoute(YamlCursor& c) {
     actions.push_back("directResponse");
     DirectResponse direct;
     d->Uint("status", &direct.status, 200, 599, true);
-    d->String("body", &direct.body);
+    d->Text("body", &direct.body);
     d->RejectUnknownFields();
     route.action = direct;
   }
@@ -372,6 +442,10 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     m->String("name", &object.meta.name, true);
     m->String("namespace", &object.meta.ns);
     if (object.meta.ns.empty()) object.meta.ns = "default";
+    if (!ValidNamespace(object.meta.ns)) {
+      m->FieldError("namespace", "must be at most 63 lowercase letters, digits or '-', starting "
+                                 "and ending with a letter or digit");
+    }
     if (!object.meta.name.empty() && !ValidName(object.meta.name)) {
       m->FieldError("name", "must be lowercase letters, digits, '-' or '.', starting and ending "
                             "with a letter or digit");
@@ -397,6 +471,11 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     VirtualServiceSpec vs;
     spec->StringList("domains", &vs.domains);
     if (vs.domains.empty()) spec->FieldError("domains", "must list at least one domain");
+    for (size_t i = 0; i < vs.domains.size(); ++i) {
+      if (std::string why = DomainError(vs.domains[i]); !why.empty()) {
+        spec->FieldError(absl::StrCat("domains[", i, "]"), absl::StrCat("\"", vs.domains[i], "\": ", why));
+      }
+    }
     vs.routes = DecodeRoutes(*spec);
     spec->RejectUnknownFields();
     object.spec = vs;
@@ -410,8 +489,8 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     object.spec = DecodeGateway(*spec);
   } else if (kind_name == kind::kSecret) {
     SecretSpec secret;
-    spec->String("certificate", &secret.certificate, true);
-    spec->String("privateKey", &secret.private_key, true);
+    spec->Text("certificate", &secret.certificate, true);
+    spec->Text("privateKey", &secret.private_key, true);
     spec->RejectUnknownFields();
     object.spec = secret;
   } else if (!kind_name.empty()) {
@@ -447,11 +526,16 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
     out.syntax_error = FieldError{"", absl::StrCat("not valid UTF-8 (byte ", bad, ")"), {file, line}};
     return out;
   }
+  if (size_t nul = contents.find('\0'); nul != std::string::npos) {
+    int line = 1 + static_cast<int>(std::count(contents.begin(), contents.begin() + nul, '\n'));
+    out.syntax_error = FieldError{"", absl::StrCat("contains a NUL byte (byte ", nul, ")"), {file, line}};
+    return out;
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = LoadAllDocuments(contents);
   } catch (const YAML::Exception& e) {
-    out.syntax_error = FieldError{"", e.msg, {file, e.mark.line + 1}};
+    out.syntax_error = FieldError{"", absl::StrCat("not valid YAML: ", e.msg), {file, e.mark.line + 1}};
     return out;
   }
   for (const YAML::Node& document : documents) {

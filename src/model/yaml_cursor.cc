@@ -1,5 +1,7 @@
 #include "src/model/yaml_cursor.h"
 
+#include "absl/strings/str_format.h"
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -52,10 +54,39 @@ std::optional<YAML::Node> YamlCursor::Get(const std::string& name, bool required
 }
 
 bool YamlCursor::String(const std::string& name, std::string* out, bool required) {
+  return Scalar(name, out, required, /*multiline=*/false);
+}
+
+bool YamlCursor::Text(const std::string& name, std::string* out, bool required) {
+  return Scalar(name, out, required, /*multiline=*/true);
+}
+
+bool YamlCursor::CheckOneLine(const std::string& path, const std::string& value,
+                              const YAML::Node& at) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = value[i];
+    if (c >= 0x20 && c != 0x7f) continue;
+    errors_->Add(path,
+                 absl::StrFormat("must be one line without control characters (found 0x%02x at "
+                                 "offset %d)",
+                                 c, i),
+                 {file_, at.Mark().line + 1});
+    return false;
+  }
+  return true;
+}
+
+bool YamlCursor::Scalar(const std::string& name, std::string* out, bool required,
+                        bool multiline) {
   auto value = Get(name, required);
   if (!value) return !required;
   if (!value->IsScalar()) {
     FieldError(name, "expected a string");
+    return false;
+  }
+  if (multiline ? value->Scalar().find('\0') != std::string::npos
+                : !CheckOneLine(Child(name), value->Scalar(), *value)) {
+    if (multiline) FieldError(name, "must not contain a NUL byte");
     return false;
   }
   *out = value->Scalar();
@@ -148,6 +179,11 @@ bool YamlCursor::StringList(const std::string& name, std::vector<std::string>* o
       ok = false;
       continue;
     }
+    const std::string item_path = absl::StrCat(Child(name), "[", i, "]");
+    if (!CheckOneLine(item_path, item.Scalar(), item)) {
+      ok = false;
+      continue;
+    }
     out->push_back(item.Scalar());
   }
   return ok;
@@ -165,6 +201,12 @@ bool YamlCursor::StringMap(const std::string& name, std::map<std::string, std::s
     if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
       errors_->Add(Child(name), "keys and values must be strings",
                    {file_, entry.first.Mark().line + 1});
+      ok = false;
+      continue;
+    }
+    const std::string entry_path = absl::StrCat(Child(name), ".", entry.first.Scalar());
+    if (!CheckOneLine(Child(name), entry.first.Scalar(), entry.first) ||
+        !CheckOneLine(entry_path, entry.second.Scalar(), entry.second)) {
       ok = false;
       continue;
     }

@@ -26,7 +26,13 @@ class YamlCursor {
 
   // Each reader returns false (and records why) when the field is present
   // but invalid, or absent and required; absent optional fields leave *out.
+  //
+  // Strings (also in lists and maps) are one line without control
+  // characters: they end up in names, headers and paths, where Envoy
+  // refuses NUL, CR and LF and would refuse the whole resource. Text may
+  // span lines (bodies, PEM blocks) but holds no NUL.
   bool String(const std::string& name, std::string* out, bool required = false);
+  bool Text(const std::string& name, std::string* out, bool required = false);
   bool Uint(const std::string& name, uint32_t* out, uint32_t min = 0, uint32_t max = UINT32_MAX,
             bool required = false);
   bool Int(const std::string& name, int32_t* out);
@@ -48,6 +54,9 @@ class YamlCursor {
 
  private:
   std::optional<YAML::Node> Get(const std::string& name, bool required);
+  bool Scalar(const std::string& name, std::string* out, bool required, bool multiline);
+  // Records a control character in `value` at `path`; false if there is one.
+  bool CheckOneLine(const std::string& path, const std::string& value, const YAML::Node& at);
   std::string Child(const std::string& name) const;
 
   YAML::Node node_;

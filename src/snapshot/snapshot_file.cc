@@ -2,15 +2,15 @@
 
 #include <fcntl.h>
 #include <openssl/sha.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "src/common/read_file.h"
 
 namespace holdfast {
 namespace {
@@ -70,8 +70,15 @@ absl::Status Errno(const std::string& what) {
 }
 
 absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Owner only: snapshots hold whatever the resources hold (TLS keys among
+  // them). fchmod too, in case a leftover file kept an older mode.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create " + path);
+  if (fchmod(fd, 0600) != 0) {
+    absl::Status error = Errno("cannot restrict " + path);
+    close(fd);
+    return error;
+  }
   size_t written = 0;
   while (written < bytes.size()) {
     ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
@@ -112,8 +119,12 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
   file.append(payload);
 
   std::string tmp = path + ".tmp";
-  if (absl::Status status = WriteAllAndSync(tmp, file); !status.ok()) return status;
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot rename " + tmp);
+  absl::Status written = WriteAllAndSync(tmp, file);
+  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) written = Errno("cannot rename " + tmp);
+  if (!written.ok()) {
+    unlink(tmp.c_str());  // a full disk should not also keep a partial copy
+    return written;
+  }
   // The rename itself must reach the disk too.
   std::string dir = std::filesystem::path(path).parent_path().string();
   int dir_fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -125,11 +136,13 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
 }
 
 absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": no snapshot file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return DecodeSnapshotFile(buffer.str(), path);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    return absl::NotFoundError(absl::StrCat(path, ": no snapshot file"));
+  }
+  absl::StatusOr<std::string> file = ReadRegularFile(path, kMaxSnapshotFileBytes);
+  if (!file.ok()) return absl::DataLossError(absl::StrCat(path, ": ", file.status().message()));
+  return DecodeSnapshotFile(*file, path);
 }
 
 absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std::string& path) {

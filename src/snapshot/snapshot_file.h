@@ -21,6 +21,11 @@ namespace holdfast {
 // the magic, the version, the size and the checksum, and that the
 // resources form a consistent snapshot, so a damaged file is reported and
 // never served.
+//
+// The file is readable by its owner only (resources can hold TLS keys). A
+// failed write removes its partial copy. Reading refuses anything but a
+// regular file of at most kMaxSnapshotFileBytes.
+inline constexpr int64_t kMaxSnapshotFileBytes = int64_t{1} << 30;
 absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path);
 absl::StatusOr<SnapshotPtr> ReadSnapshotFile(const std::string& path);
 // The checks and decoding of ReadSnapshotFile, on bytes already read;

@@ -17,6 +17,9 @@ ConfigPipeline::ConfigPipeline(std::string name, TranslatorOptions options, cons
                                   {{"status", "Rejected"}})),
       warned_(metrics->GetGauge("holdfast_objects", "Config objects by status",
                                 {{"status", "Warning"}})),
+      build_failures_(metrics->GetCounter(
+          "holdfast_snapshot_build_failures_total",
+          "Translations whose resources did not form a consistent snapshot (not published)")),
       translator_(options) {}
 
 absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMap& extra_statuses) {
@@ -26,8 +29,18 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
 
   absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(output.resources), clock_.Now());
   if (!snapshot.ok()) {
-    // The translator only emits consistent sets; keep serving if it did not.
+    // The translator only emits consistent sets; if it did not, keep serving
+    // the last snapshot and say so where operators look, not only in a log.
     LogError("config %s: %s", name_, snapshot.status().message());
+    build_failures_->Increment();
+    const ObjectKey key{kSnapshotKind, "", name_};
+    ObjectStatus& status = statuses[key];
+    status.key = key;
+    status.Reject("", absl::StrCat("cannot publish: ", snapshot.status().message(),
+                                   "; serving the last published snapshot"));
+    status.serving_last_good = true;
+    absl::MutexLock lock(&mu_);
+    statuses_ = std::move(statuses);
     return snapshot.status();
   }
 

@@ -11,6 +11,9 @@
 
 namespace holdfast {
 
+// Kind used in statuses for a translation that could not be published.
+inline constexpr char kSnapshotKind[] = "Snapshot";
+
 // The part every gateway-object source shares: translate a complete set of
 // objects, build a snapshot, publish it if its version changed, and keep
 // every object's status (logging the ones that turn bad). Not thread-safe:
@@ -38,6 +41,7 @@ class ConfigPipeline {
   Counter* reloads_;
   Gauge* rejected_;
   Gauge* warned_;
+  Counter* build_failures_;
   Translator translator_;
   std::string published_version_;
 

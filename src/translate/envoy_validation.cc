@@ -1,4 +1,4 @@
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 #include <string>
 

@@ -127,7 +127,8 @@ void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& r
 
 bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
 
-const char kUnroutableCluster[] = "holdfast/unroutable";
+// ":" appears in no object name, so no Upstream can ever share this name.
+const char kUnroutableCluster[] = "holdfast:unroutable";
 
 route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
                                const RouteTarget& target, ObjectStatus* status) {

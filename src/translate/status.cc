@@ -25,4 +25,22 @@ void ObjectStatus::Reject(std::string path, std::string message, SourceLocation 
   reasons.push_back({std::move(path), std::move(message), where.file.empty() ? location : where});
 }
 
+StatusMap MergeStatuses(StatusMap statuses, const StatusMap& more) {
+  for (const auto& [key, extra] : more) {
+    auto it = statuses.find(key);
+    if (it == statuses.end()) {
+      statuses[key] = extra;
+      continue;
+    }
+    for (const FieldError& reason : extra.reasons) {
+      if (extra.state == StatusState::kRejected) {
+        it->second.Reject(reason.path, reason.message, reason.location);
+      } else {
+        it->second.Warn(reason.path, reason.message, reason.location);
+      }
+    }
+  }
+  return statuses;
+}
+
 }  // namespace holdfast

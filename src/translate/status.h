@@ -29,4 +29,8 @@ struct ObjectStatus {
 
 using StatusMap = std::map<ObjectKey, ObjectStatus>;
 
+// `statuses` with the reasons of `more` added (such as problems found
+// outside the translation: unreadable files).
+StatusMap MergeStatuses(StatusMap statuses, const StatusMap& more);
+
 }  // namespace holdfast

@@ -5,7 +5,9 @@
 
 #include "src/model/types.h"
 #include "src/snapshot/resource.h"
+#include "src/translate/gateway.h"
 #include "src/translate/status.h"
+#include "src/translate/virtual_service.h"
 
 namespace holdfast {
 
@@ -39,8 +41,9 @@ struct TranslationOutput {
 //
 // Output is deterministic: the same objects give byte-identical resources,
 // whose versions are content digests, so an object change touches only the
-// resources it feeds. An object that fails to decode keeps its last accepted
-// version in service (its status says Rejected, serving last good); broken
+// resources it feeds. An object that fails to decode, or that Envoy would
+// refuse once translated, keeps its last accepted version in service (its
+// status says Rejected, serving last good); broken
 // references never remove neighbours: routes to missing upstreams answer
 // with `missing_upstream_status`. When virtual services conflict on a
 // domain, the one that served it before keeps it (else the first by key).
@@ -55,28 +58,30 @@ class Translator {
     std::string digest;
     std::vector<ResourcePtr> resources;
     std::vector<FieldError> warnings;
+    std::optional<FieldError> error;  // why Envoy would refuse it
   };
+  // One translation's working state, passed from phase to phase.
+  struct Pass;
 
-  // A virtual service translated: reused while `digest` and `epoch` hold.
-  struct ServiceOutput {
-    std::string digest;
-    std::string epoch;
-    std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
-    bool cors = false;
-    bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
-    std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse
-    ResourcePtr grpc_routes;
-    std::map<std::string, ResourcePtr> grpc_listeners;  // by domain
-  };
+  // The phases of a translation, in order.
+  void CollectEffective(const TranslationInput& input, Pass& pass);
+  void TranslateUpstreams(Pass& pass);
+  void TranslateServices(Pass& pass);
+  void TranslateGateways(Pass& pass);
+  void AddGrpcListeners(Pass& pass);
+  void RememberAccepted(const TranslationInput& input, const StatusMap& statuses);
+
+  UpstreamOutput UpstreamFor(const GatewayObject& upstream) const;
+  absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs, const Pass& pass);
+  // The last accepted version of `object`, if it differs from it.
+  const GatewayObject* LastGood(const GatewayObject& object) const;
 
   TranslatorOptions options_;
   std::map<ObjectKey, ServiceOutput> service_cache_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
   std::map<ObjectKey, UpstreamOutput> upstream_cache_;
-  // Who served each domain last time, per gateway ("" for gRPC listeners):
-  // on a conflict the incumbent keeps the domain, so adding a conflicting
-  // object never takes traffic away from a working one.
-  std::map<std::pair<std::string, std::string>, ObjectKey> domain_owners_;
+  // Who served each domain last time: on a conflict the incumbent keeps it.
+  DomainOwners domain_owners_;
 };
 
 }  // namespace holdfast

@@ -6,7 +6,7 @@
 
 #include "src/snapshot/resource.h"
 #include "src/source/envoy_file_parser.h"
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string contents(reinterpret_cast<const char*>(data), size);

@@ -52,6 +52,34 @@ TEST(DecodeTest, FieldPathsAndLines) {
       {"path must start with slash",
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: api}\n    upstream: u\n",
        {"spec.routes[0].match: path must start with /"}},
+      // Names that would make two resources share a name, or that Envoy
+      // refuses, are refused here with their field.
+      {"domain with a slash",
+       "kind: VirtualService\nspec:\n  domains: [ok.example.com, gateway/shop/public]\n  routes: []\n",
+       {"spec.domains[1]: \"gateway/shop/public\": '/' is not allowed"}},
+      {"domain wildcards and ports",
+       "kind: VirtualService\nspec:\n  domains: [\"*\", \"*.a.com\", \"api.*\", \"a.com:8080\", A_b-1.com]\n  routes: []\n",
+       {}},
+      {"domain with a bad port", "kind: VirtualService\nspec:\n  domains: [\"a.com:0\"]\n  routes: []\n",
+       {"spec.domains[0]: \"a.com:0\": a port after ':' must be 1-65535"}},
+      {"domain with NUL", "kind: VirtualService\nspec:\n  domains: [\"a\\0b\"]\n  routes: []\n",
+       {"spec.domains[0]: must be one line without control characters (found 0x00"}},
+      {"header name with CRLF",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \"x\\r\\ny\", exact: a}]}\n    upstream: u\n",
+       {"spec.routes[0].match.headers[0].name: must be one line without control characters (found 0x0d"}},
+      {"header name not a token",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \"x y\", exact: a}]}\n    upstream: u\n",
+       {"spec.routes[0].match.headers[0].name: \"x y\" is not a header name"}},
+      {"header value with LF",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: {requestHeaders: {set: {x-a: \"1\\n2\"}}}\n",
+       {"spec.routes[0].options.requestHeaders.set.x-a: must be one line"}},
+      {"header edit names",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: {responseHeaders: {remove: [\"bad header\"]}}\n",
+       {"spec.routes[0].options.responseHeaders.remove[0]: \"bad header\" is not a header name"}},
+      {"pseudo-header match", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \":authority\", exact: a}]}\n    upstream: u\n",
+       {}},
+      {"multi-line body", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - directResponse: {status: 200, body: \"line 1\\nline 2\\n\"}\n",
+       {}},
   };
   for (const DecodeCase& c : cases) {
     DecodedFile file = DecodeObjects(std::string(kHeader) + c.yaml, "f.yaml");
@@ -76,6 +104,32 @@ TEST(DecodeTest, FieldPathsAndLines) {
                          << object.errors.ToString();
     }
   }
+}
+
+TEST(DecodeTest, NamespacesAreDnsLabels) {
+  for (const std::string ns : {"holdfast", "a-1", "x"}) {
+    DecodedFile file = DecodeObjects(
+        absl::StrCat("apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: ", ns,
+                     "}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
+        "f.yaml");
+    EXPECT_TRUE(file.objects[0].object.has_value()) << ns << file.objects[0].errors.ToString();
+  }
+  for (const std::string ns : std::vector<std::string>{"a/b", "Shop", "-a", "a.b", std::string(64, 'a')}) {
+    DecodedFile file = DecodeObjects(
+        absl::StrCat("apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: \"", ns,
+                     "\"}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
+        "f.yaml");
+    ASSERT_EQ(file.objects.size(), 1u);
+    EXPECT_TRUE(absl::StrContains(file.objects[0].errors.ToString(), "metadata.namespace: must be"))
+        << ns << ": " << file.objects[0].errors.ToString();
+  }
+}
+
+TEST(DecodeTest, NulBytesAreNamedAsSuch) {
+  DecodedFile file = DecodeObjects(std::string("kind: Upstream\nx: a\0b\n", 20), "f.yaml");
+  ASSERT_TRUE(file.syntax_error.has_value());
+  EXPECT_EQ(file.syntax_error->message, "contains a NUL byte (byte 19)");
+  EXPECT_EQ(file.syntax_error->location.line, 2);
 }
 
 TEST(DecodeTest, EveryErrorIsCollected) {

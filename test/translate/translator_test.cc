@@ -9,7 +9,7 @@
 #include "src/snapshot/snapshot.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
-#include "src/source/envoy_validation.h"
+#include "src/translate/envoy_validation.h"
 
 namespace holdfast {
 namespace {
@@ -71,7 +71,7 @@ TEST(TranslatorTest, EveryResourceOfEveryExampleAndFixturePassesEnvoyValidation)
   for (const std::string dir : {root + "/examples/gateway", root + "/test/fixtures/gateway"}) {
     auto scan = ScanDirectory(dir, {".yaml"});
     ASSERT_TRUE(scan.ok()) << scan.status();
-    for (const auto& [path, fingerprint] : *scan) {
+    for (const auto& [path, fingerprint] : scan->files) {
       auto contents = ReadWholeFile(path);
       ASSERT_TRUE(contents.ok());
       std::map<std::string, DecodedFile> files{{path, DecodeObjects(*contents, path)}};

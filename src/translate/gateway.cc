@@ -1,0 +1,157 @@
+#include "src/translate/gateway.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "src/common/protowire.h"
+#include "src/translate/envoy_validation.h"
+#include "src/translate/hcm.h"
+#include "src/translate/names.h"
+
+namespace holdfast {
+namespace {
+
+using envoy::config::listener::v3::Listener;
+
+// The services a gateway selects, incumbents first, then by key.
+std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
+                                                   const GatewayContext& context,
+                                                   ObjectStatus& status) {
+  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  const ObjectIndex& index = *context.index;
+  std::vector<const GatewayObject*> selected;
+  for (size_t i = 0; i < spec.virtual_services.size(); ++i) {
+    const GatewayObject* vs =
+        index.Find(kind::kVirtualService, spec.virtual_services[i], gateway.meta.ns);
+    if (vs == nullptr) {
+      status.Warn(absl::StrCat("spec.virtualServices[", i, "]"),
+                  absl::StrCat("virtual service ", spec.virtual_services[i].name, " not found"));
+      continue;
+    }
+    selected.push_back(vs);
+  }
+  if (spec.virtual_service_selector) {
+    for (const GatewayObject* vs : index.Select(
+             kind::kVirtualService, *spec.virtual_service_selector, gateway.meta.ns)) {
+      selected.push_back(vs);
+    }
+  }
+  std::sort(selected.begin(), selected.end(),
+            [](const auto* a, const auto* b) { return a->key() < b->key(); });
+  selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+  // Services that could not be translated are Rejected on their own.
+  std::erase_if(selected, [&](const GatewayObject* vs) {
+    return !context.services->contains(vs->key());
+  });
+  const std::string gateway_id = gateway.key().ToString();
+  std::stable_partition(selected.begin(), selected.end(), [&](const GatewayObject* vs) {
+    return ServedBefore(*context.previous_owners, gateway_id, *vs);
+  });
+  if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
+  return selected;
+}
+
+// Appends the service's virtual host unless one of its domains is taken, in
+// which case the service is Rejected on this gateway. Returns whether added.
+bool AddService(const GatewayObject& gateway, const GatewayObject& vs,
+                const ServiceOutput& service, std::map<std::string, ObjectKey>& domain_owner,
+                GatewayOutput* out, std::string* routes_bytes) {
+  const std::string gateway_id = gateway.key().ToString();
+  std::vector<std::string> conflicts;
+  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+    auto [owner, fresh] = domain_owner.emplace(domain, vs.key());
+    if (!fresh) {
+      conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
+    }
+  }
+  if (!conflicts.empty()) {
+    ObjectStatus& status = out->statuses[vs.key()];
+    status.key = vs.key();
+    status.Reject("spec.domains", absl::StrCat("conflicts on ", gateway_id, ": ",
+                                               absl::StrJoin(conflicts, ", "),
+                                               "; not served by that gateway"));
+    // Release the domains this service claimed before the conflict.
+    std::erase_if(domain_owner, [&](const auto& entry) { return entry.second == vs.key(); });
+    return false;
+  }
+  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+    out->owners[{gateway_id, domain}] = vs.key();
+  }
+  AppendLengthDelimited(2, service.gateway_vhost, routes_bytes);  // .virtual_hosts
+  return true;
+}
+
+std::optional<FieldError> AddTls(const GatewayObject& gateway, const ObjectIndex& index,
+                                 envoy::config::listener::v3::FilterChain* chain) {
+  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
+  auto* certificate = tls.mutable_common_tls_context()->add_tls_certificates();
+  if (!spec.tls->secret.name.empty()) {
+    const GatewayObject* secret = index.Find(kind::kSecret, spec.tls->secret, gateway.meta.ns);
+    if (secret == nullptr) {
+      return FieldError{"spec.tls.secretRef",
+                        absl::StrCat("secret ", spec.tls->secret.name, " not found"), {}};
+    }
+    const auto& material = std::get<SecretSpec>(secret->spec);
+    certificate->mutable_certificate_chain()->set_inline_string(material.certificate);
+    certificate->mutable_private_key()->set_inline_string(material.private_key);
+  } else {
+    certificate->mutable_certificate_chain()->set_filename(spec.tls->cert_file);
+    certificate->mutable_private_key()->set_filename(spec.tls->key_file);
+  }
+  chain->mutable_transport_socket()->set_name("envoy.transport_sockets.tls");
+  chain->mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool ServedBefore(const DomainOwners& owners, const std::string& scope, const GatewayObject& vs) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+    auto it = owners.find({scope, domain});
+    if (it != owners.end() && it->second == vs.key()) return true;
+  }
+  return false;
+}
+
+std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
+                                           const GatewayContext& context, GatewayOutput* out) {
+  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  ObjectStatus& own_status = out->statuses[gateway.key()];
+  own_status.key = gateway.key();
+  const std::string routes_name = names::GatewayRoutes(gateway.key());
+  std::string routes_bytes;
+  AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
+  std::map<std::string, ObjectKey> domain_owner;
+  bool cors = false;
+  for (const GatewayObject* vs : SelectedServices(gateway, context, own_status)) {
+    const ServiceOutput& service = context.services->at(vs->key());
+    if (AddService(gateway, *vs, service, domain_owner, out, &routes_bytes)) cors |= service.cors;
+  }
+
+  Listener listener;
+  listener.set_name(names::GatewayListener(gateway.key()));
+  auto* socket = listener.mutable_address()->mutable_socket_address();
+  socket->set_address(spec.bind_address);
+  socket->set_port_value(spec.port);
+  auto* chain = listener.add_filter_chains();
+  auto* filter = chain->add_filters();
+  filter->set_name("envoy.filters.network.http_connection_manager");
+  filter->mutable_typed_config()->PackFrom(MakeHcm(StatPrefix(listener.name()), routes_name, cors));
+  if (spec.tls) {
+    if (auto error = AddTls(gateway, *context.index, chain)) return error;
+  }
+  if (absl::Status valid = ValidateEnvoyResource(listener); !valid.ok()) {
+    return FieldError{"spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()),
+                      {}};
+  }
+  out->resources.push_back(Resource::FromBytes(
+      routes_name, std::string(type_url::kRouteConfiguration), std::move(routes_bytes)));
+  out->resources.push_back(Resource::FromMessage(listener.name(), listener));
+  return std::nullopt;
+}
+
+}  // namespace holdfast
