@@ -18,8 +18,9 @@ const ResourceListPtr& NoResources() {
 }  // namespace
 
 DeltaSession::DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-                           XdsStats* stats, ViewCache* views)
+                           XdsStats* stats, ViewCache* views, StreamLimits limits)
     : fixed_type_url_(std::move(fixed_type_url)),
+      limits_(limits),
       clock_(clock),
       proxy_(proxy),
       stats_(stats),
@@ -31,6 +32,11 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   if (!fixed_type_url_.empty() && type != fixed_type_url_) {
     return absl::InvalidArgumentError(
         absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
+  }
+  if (!types_.contains(type)) {
+    if (absl::Status allowed = limits_.CheckNewType(type, types_.size()); !allowed.ok()) {
+      return allowed;
+    }
   }
   auto [it, first] = types_.try_emplace(type, &views_->names());
   TypeState& state = it->second;
@@ -59,6 +65,11 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
     }
   }
 
+  if (absl::Status allowed = limits_.CheckNames(state.subscription.names().size() +
+                                                 request.resource_names_subscribe().size());
+      !allowed.ok()) {
+    return allowed;  // checked before the work, which grows with the names
+  }
   state.subscription.ApplyDelta(request.resource_names_subscribe(),
                                 request.resource_names_unsubscribe());
   // An unsubscribed name is forgotten by the client.

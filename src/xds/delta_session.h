@@ -13,6 +13,7 @@
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
 #include "src/xds/subscription.h"
+#include "src/xds/stream_limits.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 
@@ -37,7 +38,8 @@ namespace holdfast {
 class DeltaSession {
  public:
   DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-               XdsStats* stats, ViewCache* views);
+               XdsStats* stats, ViewCache* views,
+              StreamLimits limits = {});
 
   absl::Status OnRequest(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void OnSnapshot(SnapshotPtr snapshot);
@@ -77,6 +79,7 @@ class DeltaSession {
   void Rebase(const std::string& type, TypeState& state, const std::vector<std::string>& still_held);
 
   const std::string fixed_type_url_;
+  const StreamLimits limits_;
   const Clock& clock_;
   ProxyState* proxy_;
   XdsStats* stats_;

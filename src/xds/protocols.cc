@@ -1,5 +1,7 @@
 // StreamProtocol implementations: parse requests, drive the session, encode.
+#include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "src/common/token_bucket.h"
 #include "src/xds/delta_session.h"
 #include "src/xds/sotw_request.h"
 #include "src/xds/sotw_session.h"
@@ -30,7 +32,10 @@ template <typename Session, auto Encode>
 class Protocol : public StreamProtocol {
  public:
   Protocol(std::string fixed_type_url, ProxyState* proxy, const StreamContext& context)
-      : session_(std::move(fixed_type_url), *context.clock, proxy, context.stats, context.views),
+      : session_(std::move(fixed_type_url), *context.clock, proxy, context.stats, context.views,
+                 context.limits),
+        requests_(*context.clock, context.limits.requests_per_second, context.limits.request_burst),
+        limits_(context.limits),
         stats_(context.stats),
         bodies_(context.bodies),
         control_plane_id_(context.control_plane_id) {}
@@ -47,9 +52,19 @@ class Protocol : public StreamProtocol {
   }
 
  protected:
+  // Whether one more request may be read now.
+  absl::Status Admit() {
+    if (requests_.TryTake()) return absl::OkStatus();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", limits_.requests_per_second, " requests per second (burst ",
+                     limits_.request_burst, ")"));
+  }
+
   Session session_;
 
  private:
+  TokenBucket requests_;
+  const StreamLimits limits_;
   XdsStats* stats_;
   EncodedBodyCache* bodies_;
   std::string control_plane_id_;
@@ -61,6 +76,7 @@ class SotwProtocol : public Protocol<SotwSession, EncodeSotwResponse> {
   using Protocol::Protocol;
 
   absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
+    if (absl::Status admitted = Admit(); !admitted.ok()) return admitted;
     grpc::Slice slice;
     if (absl::Status status = ReadSlice(raw, &slice); !status.ok()) return status;
     SotwRequest request;
@@ -76,6 +92,7 @@ class DeltaProtocol : public Protocol<DeltaSession, EncodeDeltaResponse> {
   using Protocol::Protocol;
 
   absl::Status OnRequest(const grpc::ByteBuffer& raw, std::optional<Node>* node) override {
+    if (absl::Status admitted = Admit(); !admitted.ok()) return admitted;
     grpc::Slice slice;
     if (absl::Status status = ReadSlice(raw, &slice); !status.ok()) return status;
     DeltaDiscoveryRequest request;

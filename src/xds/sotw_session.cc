@@ -7,8 +7,9 @@
 
 namespace holdfast {
 SotwSession::SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-                         XdsStats* stats, ViewCache* views)
+                         XdsStats* stats, ViewCache* views, StreamLimits limits)
     : fixed_type_url_(std::move(fixed_type_url)),
+      limits_(limits),
       clock_(clock),
       proxy_(proxy),
       stats_(stats),
@@ -21,6 +22,11 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
   }
+  if (!types_.contains(type)) {
+    if (absl::Status allowed = limits_.CheckNewType(type, types_.size()); !allowed.ok()) {
+      return allowed;
+    }
+  }
   TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
   // Most requests are ACKs repeating the names of the last one: compare
   // their bytes (by digest) instead of reading every name again.
@@ -31,6 +37,7 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
     if (absl::Status status = ReadResourceNames(request.names_wire, &names); !status.ok()) {
       return status;
     }
+    if (absl::Status allowed = limits_.CheckNames(names.size()); !allowed.ok()) return allowed;
   }
   const absl::string_view nonce = request.response_nonce;
   if (!nonce.empty()) {

@@ -13,6 +13,7 @@
 #include "src/xds/response.h"
 #include "src/xds/sotw_request.h"
 #include "src/xds/subscription.h"
+#include "src/xds/stream_limits.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 
@@ -44,7 +45,7 @@ class SotwSession {
   // `fixed_type_url` is the only type a per-type service (LDS, CDS, ...)
   // accepts; empty for ADS.
   SotwSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats,
-              ViewCache* views);
+              ViewCache* views, StreamLimits limits = {});
 
   // Applies a request. An error ends the stream with that status.
   absl::Status OnRequest(const SotwRequest& request);
@@ -85,6 +86,7 @@ class SotwSession {
   Response Emit(const std::string& type, TypeState& state, Desired desired);
 
   const std::string fixed_type_url_;
+  const StreamLimits limits_;
   const Clock& clock_;
   ProxyState* proxy_;
   XdsStats* stats_;

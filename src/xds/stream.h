@@ -13,6 +13,7 @@
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/node_group.h"
 #include "src/xds/proxy_state.h"
+#include "src/xds/stream_limits.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/wire.h"
 #include "src/xds/xds_stats.h"
@@ -42,6 +43,7 @@ struct StreamContext {
   const NodeGrouper* grouper;
   const Clock* clock;
   std::string control_plane_id;
+  StreamLimits limits;
 };
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,

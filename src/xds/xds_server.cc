@@ -1,8 +1,5 @@
 #include "src/xds/xds_server.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -76,34 +73,6 @@ class Unimplemented : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 };
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
-    const XdsTlsOptions& tls) {
-  if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  if (tls.key_file.empty()) return absl::InvalidArgumentError("TLS needs both cert and key files");
-  absl::StatusOr<std::string> cert = ReadFile(tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadFile(tls.key_file);
-  if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
-  if (!tls.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadFile(tls.client_ca_file);
-    if (!ca.ok()) return ca.status();
-    options.pem_root_certs = *ca;
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-  }
-  return grpc::SslServerCredentials(options);
-}
-
 }  // namespace
 
 class XdsServer::Service : public grpc::CallbackGenericService {
@@ -128,7 +97,7 @@ class XdsServer::Service : public grpc::CallbackGenericService {
 absl::StatusOr<std::unique_ptr<XdsServer>> XdsServer::Start(const XdsServerOptions& options,
                                                             const StreamContext& context) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeCredentials(options.tls);
+      MakeXdsCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
 
   auto server = std::unique_ptr<XdsServer>(new XdsServer());

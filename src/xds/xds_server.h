@@ -7,17 +7,9 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server.h"
 #include "src/xds/stream.h"
+#include "src/xds/tls_credentials.h"
 
 namespace holdfast {
-
-// TLS on the xDS port. With `client_ca_file` set, clients must present a
-// certificate signed by that CA (mutual TLS).
-struct XdsTlsOptions {
-  std::string cert_file;
-  std::string key_file;
-  std::string client_ca_file;
-  bool enabled() const { return !cert_file.empty(); }
-};
 
 struct XdsServerOptions {
   std::string listen_address = "127.0.0.1:18000";

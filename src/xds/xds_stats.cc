@@ -1,5 +1,7 @@
 #include "src/xds/xds_stats.h"
 
+#include "src/snapshot/resource.h"
+
 namespace holdfast {
 
 XdsStats::XdsStats(MetricsRegistry* registry)
@@ -18,11 +20,30 @@ void XdsStats::StreamOpened(const std::string& kind) {
 
 void XdsStats::StreamClosed() { connected_->Add(-1); }
 
-XdsStats::TypeCounters& XdsStats::ForType(const std::string& type_url) {
+absl::string_view TypeUrlLabel(absl::string_view type_url) {
+  static constexpr absl::string_view kKnown[] = {
+      type_url::kListener,
+      type_url::kRouteConfiguration,
+      type_url::kCluster,
+      type_url::kClusterLoadAssignment,
+      type_url::kSecret,
+      type_url::kRuntime,
+      "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration",
+      "type.googleapis.com/envoy.config.route.v3.VirtualHost",
+      "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+  };
+  for (absl::string_view known : kKnown) {
+    if (type_url == known) return known;
+  }
+  return "other";
+}
+
+XdsStats::TypeCounters& XdsStats::ForType(absl::string_view type_url) {
+  const absl::string_view label = TypeUrlLabel(type_url);
   absl::MutexLock lock(&mu_);
-  auto it = by_type_.find(type_url);
+  auto it = by_type_.find(label);
   if (it != by_type_.end()) return it->second;
-  const MetricLabels labels = {{"type_url", type_url}};
+  const MetricLabels labels = {{"type_url", std::string(label)}};
   TypeCounters counters{
       registry_->GetCounter("holdfast_xds_responses_sent_total", "xDS responses (pushes) sent",
                             labels),
@@ -33,7 +54,7 @@ XdsStats::TypeCounters& XdsStats::ForType(const std::string& type_url) {
       registry_->GetCounter("holdfast_xds_nacks_total", "NACKs received", labels),
       registry_->GetCounter("holdfast_xds_stale_requests_total",
                             "State-of-the-world requests ignored for a stale nonce", labels)};
-  return by_type_.emplace(type_url, counters).first->second;
+  return by_type_.emplace(std::string(label), counters).first->second;
 }
 
 void XdsStats::ResponseSent(const std::string& type_url, size_t resources, size_t bytes) {

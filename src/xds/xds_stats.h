@@ -4,13 +4,19 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 #include "src/common/metrics.h"
 
 namespace holdfast {
 
-// The xDS server's metrics, by resource type.
+// The label a type URL gets in metrics: the type URL itself for the types
+// xDS defines, "other" for anything else. Labels come from this closed set,
+// never from what a client sends, so clients cannot grow the metric series.
+absl::string_view TypeUrlLabel(absl::string_view type_url);
+
+// The xDS server's metrics, by resource type (see TypeUrlLabel).
 class XdsStats {
  public:
   explicit XdsStats(MetricsRegistry* registry);
@@ -36,7 +42,7 @@ class XdsStats {
     Counter* nacks;
     Counter* stale;
   };
-  TypeCounters& ForType(const std::string& type_url);
+  TypeCounters& ForType(absl::string_view type_url);
 
   MetricsRegistry* registry_;
   absl::Mutex mu_;
