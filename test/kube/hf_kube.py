@@ -54,7 +54,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import yaml
 
 from hf_etcd import EtcdCluster, free_ports
-from hf_process import ManagedProcess, ProcessSet
+from hf_process import ManagedProcess, ProcessSet, environ_without_grpc
 from hf_tls import TestCa, _openssl
 from hf_wait import wait_for
 
@@ -150,9 +150,12 @@ class KubeError(AssertionError):
         return self.response.status
 
 
-def _docs(manifests: Union[str, Path, dict, Sequence[dict]]) -> list[dict]:
-    """Objects from a dict, a list of dicts, YAML text or a YAML file (each
-    document one object; empty documents and `kind: List` items handled)."""
+def _docs(manifests: Union[str, Path, dict, Sequence[Union[dict, Path]]]) -> list[dict]:
+    """Objects from a dict, YAML text, a YAML file, or a list of any of
+    these (each document one object; empty documents and `kind: List` items
+    handled)."""
+    if isinstance(manifests, (list, tuple)):
+        return [o for m in manifests for o in _docs(m)]
     if isinstance(manifests, dict):
         docs = [manifests]
     elif isinstance(manifests, Path):
@@ -160,7 +163,7 @@ def _docs(manifests: Union[str, Path, dict, Sequence[dict]]) -> list[dict]:
     elif isinstance(manifests, str):
         docs = list(yaml.safe_load_all(manifests))
     else:
-        docs = list(manifests)
+        raise TypeError(f"not a manifest: {manifests!r}")
     out = []
     for d in docs:
         if not d:
@@ -279,7 +282,7 @@ class KubeClient:
 
     # -- objects --
 
-    def apply(self, manifests: Union[str, Path, dict, Sequence[dict]], *,
+    def apply(self, manifests: Union[str, Path, dict, Sequence[Union[dict, Path]]], *,
               field_manager: str = "holdfast-test", dry_run: bool = False,
               force: bool = True, subresource: Optional[str] = None,
               namespace: str = "default", field_validation: str = "Strict") -> list[dict]:
@@ -518,6 +521,12 @@ class KubeCluster:
             # No kubelets: nothing would reconcile the kubernetes Service's
             # endpoints to this address.
             "--endpoint-reconciler-type=none",
+            # Reach webhooks (and aggregated APIs) named by a Service through
+            # the Service's EndpointSlices, never through DNS: by default the
+            # API server dials SERVICE.NAMESPACE.svc, which the machine's
+            # resolver may send off the machine. Without endpoints the call
+            # fails at once, here.
+            "--enable-aggregator-routing=true",
             "--profiling=false",
             "--v=1",
             *self.extra_args,
@@ -537,7 +546,8 @@ class KubeCluster:
         """Starts (or starts again) the API server alone, on the same port,
         certificates, tokens and etcd prefix; waits until it is ready."""
         assert self.apiserver is None or not self.apiserver.running(), "already running"
-        self.apiserver = self._procs.start(f"{self.name}-apiserver", self.apiserver_argv())
+        self.apiserver = self._procs.start(f"{self.name}-apiserver", self.apiserver_argv(),
+                                           env=environ_without_grpc())
         self.wait_ready()
 
     def wait_ready(self, timeout: float = APISERVER_START_TIMEOUT) -> None:
