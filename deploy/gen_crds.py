@@ -332,7 +332,9 @@ UPSTREAM = obj({
     "outlierDetection": obj({
         "consecutive5xx": uint32(minimum=1, maximum=1000),
         "interval": duration(positive=True),
-        "baseEjectionTime": duration(),
+        # The decoder takes 0s; Envoy's own validation (which holdfast runs
+        # on every resource it serves) refuses it, so the object is Rejected.
+        "baseEjectionTime": duration(positive=True),
         "maxEjectionPercent": uint32(minimum=0, maximum=100),
     }),
 }, required=["hosts"])

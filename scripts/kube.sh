@@ -86,6 +86,8 @@ MOD
   rm -rf "$work"; trap - EXIT
   "$ETCD36" --version | sed 's/^/kube.sh:   /' >&2
   log "etcd $ETCD36_VERSION built in $(elapsed "$start")"
+else
+  log "etcd $ETCD36_VERSION: cached"
 fi
 
 # --- Gateway API CRDs ------------------------------------------------------------
@@ -154,6 +156,8 @@ PY
   build_in "$work" k8s.io/kubernetes/cmd/kube-apiserver "$APISERVER" "$ldflags"
   "$APISERVER" --version | sed 's/^/kube.sh:   /' >&2
   log "kube-apiserver $KUBE_VERSION built in $(elapsed "$start")"
+else
+  log "kube-apiserver $KUBE_VERSION: cached"
 fi
 
 print_env
