@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from hf_kube import REPO, KubeError
+from hf_wait import wait_for
 
 DEPLOY = REPO / "deploy"
 CRD_FILES = sorted((DEPLOY / "crds").glob("*.yaml"))
@@ -411,3 +412,87 @@ def test_status_subresource_and_printer_columns(crds):
     row = table["rows"][0]["cells"]
     assert row[0] == "u" and row[columns.index("Status")] == "Warning"
     assert columns.index("Serving-Last-Good") > 0
+
+
+# --- fencing by the API server (issue 16's mechanism, shape checked here) -----------------
+
+FENCING_POLICY = {
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": "holdfast-status-fencing-test"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
+        "matchConstraints": {"resourceRules": [{
+            "apiGroups": ["holdfast.dev"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+            "resources": [f"{r}/status" for r in ("gateways", "virtualservices", "routetables",
+                                                  "upstreams")]}],
+            "namespaceSelector": {"matchLabels": {"holdfast-fencing-test": "true"}}},
+        "validations": [{
+            "expression": "has(object.status) && has(object.status.writer) && "
+                          "has(params.spec.holderIdentity) && "
+                          "object.status.writer.replica == params.spec.holderIdentity && "
+                          "object.status.writer.term == params.spec.leaseTransitions",
+            "messageExpression": "'status written by ' + (has(object.status.writer) ? "
+                                 "object.status.writer.replica + ' in term ' + "
+                                 "string(object.status.writer.term) : 'nobody') + "
+                                 "', not by the current leader'",
+            "reason": "Forbidden"}],
+    },
+}
+FENCING_BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+    "metadata": {"name": "holdfast-status-fencing-test"},
+    "spec": {"policyName": "holdfast-status-fencing-test", "validationActions": ["Deny"],
+             "paramRef": {"name": "holdfast-leader", "namespace": "fencing-test",
+                          "parameterNotFoundAction": "Deny"}},
+}
+
+
+def test_status_writer_lets_the_api_server_fence(crds):
+    """The status carries the writer's identity and term so that the API
+    server itself can refuse a write from an ended term: here a
+    ValidatingAdmissionPolicy whose parameter is the Lease compares
+    status.writer with holderIdentity and leaseTransitions. (Shipping a
+    policy like it in deploy/ is issue 16's; this shows the shape allows
+    it.) The policy reads the Lease from an informer: a Lease change takes
+    effect after a short propagation delay, which the waits below allow."""
+    a = crds.admin
+    ns = "fencing-test"
+    a.apply({"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": ns, "labels": {"holdfast-fencing-test": "true"}}})
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "holdfast-leader", "namespace": ns},
+             "spec": {"holderIdentity": "holdfast-a", "leaseDurationSeconds": 15,
+                      "leaseTransitions": 3}}
+    a.apply(lease)
+    a.apply({"apiVersion": API, "kind": "Upstream", "metadata": {"name": "u", "namespace": ns},
+             "spec": {"hosts": [{"address": "10.0.0.1", "port": 80}]}})
+    a.apply([FENCING_POLICY, FENCING_BINDING])
+    try:
+        def write(replica, term):
+            o = a.get(API, "Upstream", "u", ns)
+            o["status"] = {"state": "Accepted", "writer": {"replica": replica, "term": term}}
+            return a.request("PUT", a.object_path(o, "status"), o)
+
+        r = wait_for(lambda: write("holdfast-b", 3), lambda r: r.status == 403, timeout=30,
+                     what="the fencing policy to refuse a non-holder", interval=0.2)
+        assert "status written by holdfast-b in term 3" in r.text(), r.text()
+        assert write("holdfast-a", 3).status == 200
+        assert write("holdfast-a", 2).status == 403, "an old term of the same replica"
+
+        # Leadership moves to b (one more transition): a's writes stop.
+        held = a.get("coordination.k8s.io/v1", "Lease", "holdfast-leader", ns)
+        held["spec"].update(holderIdentity="holdfast-b", leaseTransitions=4)
+        a.update(held)
+        wait_for(lambda: write("holdfast-a", 3).status, lambda s: s == 403, timeout=30,
+                 what="the ex-leader's status write to be refused", interval=0.2)
+        assert write("holdfast-b", 4).status == 200
+        # Specs are not fenced.
+        o = a.get(API, "Upstream", "u", ns)
+        o["spec"]["hosts"][0]["port"] = 81
+        assert a.request("PUT", a.object_path(o), o).status == 200
+    finally:
+        a.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding",
+                 FENCING_BINDING["metadata"]["name"], None)
+        a.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy",
+                 FENCING_POLICY["metadata"]["name"], None)
