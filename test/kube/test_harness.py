@@ -90,8 +90,9 @@ def test_crud_and_server_side_apply(kube):
 
 
 def test_watch_with_bookmarks_and_initial_events(kube):
-    """What client-go's reflector asks for. The reason for etcd 3.6: with
-    Debian's etcd 3.4 this API server answers these watches with HTTP 500."""
+    """What client-go's reflector asks for. The reason for etcd 3.6: on
+    Debian's etcd 3.4 this API server ends such a watch at once with an
+    ERROR event (storage feature RequestWatchProgress missing)."""
     a = kube.admin
     a.apply(configmap("before", k="1"))
     events = a.watch("v1", "ConfigMap", "default", sendInitialEvents="true",
