@@ -13,6 +13,8 @@ both directions against a real API server and `holdfast validate`.
   python3 deploy/gen_crds.py           rewrite deploy/crds/
   python3 deploy/gen_crds.py --check   exit 1 if deploy/crds/ is not what
                                        this file generates
+  python3 deploy/gen_crds.py --not-expressible
+                                       list the decoder's rules no schema checks
 """
 
 import argparse
@@ -490,8 +492,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="fail if deploy/crds/ differs from what is generated")
+    parser.add_argument("--not-expressible", action="store_true",
+                        help="list the decoder's rules that no schema can check")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    if args.not_expressible:
+        print("\n".join(f"- {rule}" for rule in NOT_EXPRESSIBLE))
+        return 0
     files = render()
     if args.check:
         stale = [n for n, text in files.items()
