@@ -185,3 +185,17 @@ def test_service_account_tokens(kube):
     review = c.call("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
                     {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert review["status"]["userInfo"]["username"] == HOLDFAST_USER
+
+
+def test_another_loopback_address(procs, kube_binaries, tmp_path):
+    """host=: the API server on its own 127.x address (as fault tests in a
+    network namespace give each process one), its certificate for it."""
+    c = KubeCluster(procs, tmp_path / "k", kube_binaries, host="127.0.0.7")
+    try:
+        c.start()
+        assert c.url.startswith("https://127.0.0.7:")
+        assert c.admin.call("GET", "/version")["gitVersion"] == "v1.37.2"
+        server = yaml.safe_load(c.kubeconfig("admin").read_text())["clusters"][0]["cluster"]
+        assert server["server"] == c.url
+    finally:
+        c.close()
