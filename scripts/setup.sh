@@ -17,7 +17,7 @@ shift || true
 CACHE="$HOLDFAST_CACHE"
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git python3 python3-pytest curl
+  build-essential cmake ninja-build pkg-config git python3 python3-pytest python3-yaml curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev ccache
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -46,6 +46,8 @@ fi
 # The integration tests are driven by pytest (python3-pytest above; a python3
 # earlier on PATH, such as pyenv's, may bring its own).
 python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install --quiet "pytest>=7"
+# PyYAML: the Kubernetes tests (test/kube/) and deploy/gen_crds.py.
+python3 -c "import yaml" 2>/dev/null || python3 -m pip install --quiet "pyyaml>=5"
 
 
 # Envoy API protos and the Node.js xDS client, pinned by package-lock.json.

@@ -2,3 +2,13 @@
 PGV_VERSION=v1.2.1
 # etcd v3 API protos: Debian's golang-etcd-server-dev, same release as etcd-server.
 ETCD_API_DEB_VERSION=3.4.23-4
+# The real Kubernetes API server of the kube tests (scripts/kube.sh builds it
+# from the Go module proxy): k8s.io/kubernetes at KUBE_VERSION with its staging
+# modules (k8s.io/api, k8s.io/apiserver, ...) at KUBE_STAGING_VERSION.
+KUBE_VERSION=v1.37.2
+KUBE_STAGING_VERSION=v0.37.2
+# etcd behind that API server (Debian's 3.4 answers 500 to the watches of
+# a 1.37 API server with allowWatchBookmarks / sendInitialEvents).
+ETCD36_VERSION=v3.6.16
+# Gateway API CRDs, standard channel (sigs.k8s.io/gateway-api, config/crd/standard).
+GATEWAY_API_VERSION=v1.6.3

@@ -155,8 +155,9 @@ class EtcdMember:
 
     def __init__(self, procs: ProcessSet, name: str, data_dir: Path, client_port: int,
                  peer_port: int, initial_cluster: str, token: str,
-                 tls: Optional[Certificate] = None):
+                 tls: Optional[Certificate] = None, binary: str = ETCD):
         self._procs = procs
+        self.binary = binary
         self.name = name
         self.data_dir = Path(data_dir)
         self.client_port = client_port
@@ -191,7 +192,7 @@ class EtcdMember:
         tls = [] if self.tls is None else ["--cert-file", self.tls.cert_file,
                                            "--key-file", self.tls.key_file]
         return [
-            ETCD,
+            self.binary,
             "--name", self.name,
             "--data-dir", self.data_dir,
             "--listen-client-urls", client_url,
@@ -251,10 +252,11 @@ class EtcdCluster:
     """`size` members (1 or 3 in practice) on loopback. Key/value helpers go
     through etcdctl against every live member's endpoint. With `tls`, every
     member serves clients over TLS with that certificate; clients trust
-    `tls.ca_file` (holdfast's --etcd-ca-file)."""
+    `tls.ca_file` (holdfast's --etcd-ca-file). `binary`: the etcd server to
+    run (default Debian's; the Kubernetes tests run etcd 3.6)."""
 
     def __init__(self, procs: ProcessSet, work: Path, size: int = 1, name: str = "etcd",
-                 tls: Optional[Certificate] = None):
+                 tls: Optional[Certificate] = None, binary: str = ETCD):
         assert size >= 1
         self.tls = tls
         self._procs = procs
@@ -267,7 +269,7 @@ class EtcdCluster:
                            for i, n in enumerate(names))
         self.members = [
             EtcdMember(procs, n, self.work / f"{n}.data", ports[2 * i], ports[2 * i + 1],
-                       initial, self.token, tls=tls)
+                       initial, self.token, tls=tls, binary=binary)
             for i, n in enumerate(names)]
         self._proxies: list["FaultProxy"] = []
 
