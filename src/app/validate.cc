@@ -67,7 +67,10 @@ int RunValidate(const ValidateOptions& options) {
   for (const auto& [key, status] : statuses) rejected += status.state == StatusState::kRejected;
 
   if (options.output == "json") {
-    std::cout << StatusesToJson(statuses).dump(2) << "\n";
+    // File names need not be UTF-8; JSON must be.
+    std::cout << StatusesToJson(statuses).dump(2, ' ', false,
+                                               nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else if (options.output == "resources") {
     std::cout << ResourcesToJson(**snapshot).dump(2) << "\n";
   } else {

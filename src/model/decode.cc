@@ -166,7 +166,9 @@ HeaderEdits DecodeHeaderEdits(YamlCursor& c) {
   for (const auto& [name, value] : add) CheckHeaderName(c, absl::StrCat("add.", name), name);
   for (const auto& [name, value] : set) CheckHeaderName(c, absl::StrCat("set.", name), name);
   for (size_t i = 0; i < edits.remove.size(); ++i) {
-    CheckHeaderName(c, absl::StrCat("remove[", i, "]"), edits.remove[i]);
+    if (!ValidHeaderName(edits.remove[i])) {
+      c.ItemError("remove", i, absl::StrCat("\"", edits.remove[i], "\" is not a header name"));
+    }
   }
   c.RejectUnknownFields();
   return edits;
@@ -473,7 +475,7 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     if (vs.domains.empty()) spec->FieldError("domains", "must list at least one domain");
     for (size_t i = 0; i < vs.domains.size(); ++i) {
       if (std::string why = DomainError(vs.domains[i]); !why.empty()) {
-        spec->FieldError(absl::StrCat("domains[", i, "]"), absl::StrCat("\"", vs.domains[i], "\": ", why));
+        spec->ItemError("domains", i, absl::StrCat("\"", vs.domains[i], "\": ", why));
       }
     }
     vs.routes = DecodeRoutes(*spec);

@@ -42,6 +42,15 @@ void YamlCursor::FieldError(const std::string& name, const std::string& message)
   errors_->Add(Child(name), message, {file_, line});
 }
 
+void YamlCursor::ItemError(const std::string& list, size_t index,
+                           const std::string& message) const {
+  int line = node_.Mark().line + 1;
+  if (node_.IsMap() && node_[list] && node_[list].IsSequence() && index < node_[list].size()) {
+    line = node_[list][index].Mark().line + 1;
+  }
+  errors_->Add(absl::StrCat(Child(list), "[", index, "]"), message, {file_, line});
+}
+
 std::optional<YAML::Node> YamlCursor::Get(const std::string& name, bool required) {
   read_.insert(name);
   if (!node_.IsMap()) return std::nullopt;

@@ -49,6 +49,8 @@ class YamlCursor {
 
   void Error(const std::string& message) const;
   void FieldError(const std::string& name, const std::string& message) const;
+  // An error in item `index` of the list field `list`, at the item's line.
+  void ItemError(const std::string& list, size_t index, const std::string& message) const;
   // Records every key that no reader asked for as unknown.
   void RejectUnknownFields();
 

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/parser.h"
 
@@ -25,9 +27,8 @@ class IgnoreEvents : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-}  // namespace
-
-std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
+// LoadAllDocuments, with yaml-cpp's own errors.
+std::vector<YAML::Node> LoadAllGuarded(const std::string& contents) {
   std::stringstream stream(contents);
   YAML::Parser parser(stream);
   IgnoreEvents events;
@@ -39,6 +40,18 @@ std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
     }
   }
   return YAML::LoadAll(contents);
+}
+
+}  // namespace
+
+std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
+  try {
+    return LoadAllGuarded(contents);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp says "bad file"; say what is wrong instead.
+    throw YAML::ParserException(
+        e.mark, absl::StrCat("nested more than ", e.depth() - 1, " levels deep"));
+  }
 }
 
 }  // namespace holdfast

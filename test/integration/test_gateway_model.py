@@ -21,7 +21,7 @@ import pytest
 
 from hf_gateway import (ConfigDir, object_status, route, route_table, split_location,
                         upstream, virtual_service, wait_state)
-from hf_resources import EDS, RDS
+from hf_resources import EDS, RDS, TARGET_HOST
 from hf_wait import wait_for
 from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT, assert_no_nack, proxy_type_state
 
@@ -216,6 +216,23 @@ BAD_EDITS = {
         needle="(unclosed",
         field="spec.routes[0].match.headers[0].regex",
         message="invalid regex"),
+    # Envoy would refuse the gateway's whole route configuration for these.
+    "header-name-with-crlf": dict(
+        routes=lambda: [route({"prefix": "/", "headers": [{"name": "x-a\r\nx-b",
+                                                           "exact": "1"}]},
+                              name="by-header", upstream="beta"),
+                        route(name="default", upstream="beta")],
+        needle="x-a",
+        field="spec.routes[0].match.headers[0].name",
+        message="must be one line without control characters"),
+    # gRPC listeners are named by domain: this one would share the name of
+    # a gateway's listener and once froze every publication.
+    "domain-with-slash": dict(
+        routes=lambda: [route(name="default", upstream="beta")],
+        domains=(TARGET_HOST, "gateway/test/public"),
+        needle="gateway/test/public",
+        field="spec.domains[1]",
+        message="'/' is not allowed"),
 }
 
 
@@ -236,7 +253,8 @@ def test_bad_input_keeps_last_good(gateway_world, client_kind, bad):
                           and s["acked_version"] == s.get("last_sent_version"),
                           timeout=CONVERGE_TIMEOUT, what="the client's ACK of the routes")
 
-    write_echo(w.config, *edit["routes"]())
+    write_echo(w.config, *edit["routes"](), **({"domains": edit["domains"]}
+                                               if "domains" in edit else {}))
     line = w.config.line_of(VS_FILE, edit["needle"])
     status = wait_state(admin, "VirtualService", "echo", "Rejected", timeout=CONVERGE_TIMEOUT)
     assert status["serving_last_good"] is True, status

@@ -132,6 +132,16 @@ TEST(DecodeTest, NulBytesAreNamedAsSuch) {
   EXPECT_EQ(file.syntax_error->location.line, 2);
 }
 
+TEST(DecodeTest, DeepNestingIsNamedAsSuch) {
+  DecodedFile file = DecodeObjects(
+      "kind: Upstream\nspec: " + std::string(100'000, '[') + std::string(100'000, ']') + "\n",
+      "f.yaml");
+  ASSERT_TRUE(file.syntax_error.has_value());
+  EXPECT_TRUE(absl::StrContains(file.syntax_error->message, "levels deep"))
+      << file.syntax_error->message;
+  EXPECT_EQ(file.syntax_error->location.line, 2);
+}
+
 TEST(DecodeTest, EveryErrorIsCollected) {
   DecodedFile file = DecodeObjects(
       "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: Bad_Name}\n"

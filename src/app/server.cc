@@ -1,0 +1,117 @@
+#include "src/app/server.h"
+
+#include "src/app/etcd_flags.h"
+#include "src/app/readiness.h"
+#include "src/common/log.h"
+
+namespace holdfast {
+namespace {
+
+void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, MetricWriter& out) {
+  for (const auto& [group, published] : cache.All()) {
+    const Snapshot& snapshot = *published.snapshot;
+    out.Sample("holdfast_snapshot_info", "The snapshot served to a node group (value is 1)",
+               "gauge", {{"group", group}, {"version", snapshot.version()}}, 1);
+    out.Sample("holdfast_snapshot_age_seconds", "Time since the served snapshot was built", "gauge",
+               {{"group", group}}, absl::ToDoubleSeconds(clock.Now() - snapshot.created()));
+    for (const std::string& type_url : snapshot.TypeUrls()) {
+      out.Sample("holdfast_snapshot_resources", "Resources in the served snapshot", "gauge",
+                 {{"group", group}, {"type_url", type_url}},
+                 static_cast<double>(snapshot.Resources(type_url).size()));
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
+  auto server = std::unique_ptr<Server>(new Server(options));
+  if (absl::Status started = server->StartParts(); !started.ok()) return started;
+  return server;
+}
+
+Server::Server(const ServeOptions& options)
+    : options_(options), clock_(Clock::Real()), random_(Random::Real()), stats_(&metrics_) {}
+
+absl::Status Server::StartParts() {
+  absl::StatusOr<NodeGrouper> grouper =
+      NodeGrouper::Parse(options_.node_group, cache_.default_group());
+  if (!grouper.ok()) return grouper.status();
+  grouper_.emplace(*std::move(grouper));
+  absl::StatusOr<absl::Duration> grace = ParseFlagDuration("--store-grace", options_.store_grace);
+  if (!grace.ok()) return grace.status();
+  last_good_ = std::make_unique<LastKnownGood>(
+      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = *grace}, &cache_, clock_,
+      &metrics_);
+  last_good_->Start();
+
+  absl::StatusOr<std::unique_ptr<ServingSource>> source = StartServingSource(
+      options_, clock_, random_, &metrics_,
+      [this](SnapshotPtr snapshot) { last_good_->PublishLive(std::move(snapshot)); });
+  if (!source.ok()) return source.status();
+  source_ = *std::move(source);
+
+  const StreamContext context{&cache_, &proxies_, &stats_, &bodies_, &views_,
+                              &*grouper_, &clock_, options_.control_plane_id};
+  XdsServerOptions xds_options;
+  xds_options.listen_address = options_.xds_listen;
+  xds_options.tls = options_.tls;
+  xds_options.control_plane_id = options_.control_plane_id;
+  absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(xds_options, context);
+  if (!xds.ok()) return xds.status();
+  xds_ = *std::move(xds);
+  LogInfo("xds server listening on port %d (%s)%s", xds_->port(), options_.xds_listen,
+          options_.tls.enabled()
+              ? (options_.tls.client_ca_file.empty() ? " with TLS" : " with mutual TLS")
+              : "");
+
+  collector_ = metrics_.AddCollector(
+      [this](MetricWriter& out) { CollectSnapshotMetrics(cache_, clock_, out); });
+  absl::StatusOr<std::unique_ptr<AdminServer>> admin =
+      AdminServer::Start(options_.admin_listen, MakeAdminSources());
+  if (!admin.ok()) return admin.status();
+  admin_ = *std::move(admin);
+  LogInfo("admin server listening on port %d (%s)", admin_->port(), options_.admin_listen);
+
+  // After a publication or a stream coming or going, once quiet for 1 s
+  // (every 30 s under constant change).
+  trimmer_ = std::make_unique<MemoryTrimmer>(
+      [this] { return cache_.Current(cache_.default_group()).sequence * 1'000'003 + proxies_.size(); },
+      absl::Seconds(1), absl::Seconds(30));
+  trimmer_->Start();
+  return absl::OkStatus();
+}
+
+AdminSources Server::MakeAdminSources() {
+  std::map<std::string, std::function<nlohmann::json()>> pages = source_->Pages();
+  if (const ConfigSource* config = source_->config_source(); config != nullptr) {
+    pages["/debug/store"] = [this, config] {
+      return StoreJson(config->health(), last_good_->state(), clock_);
+    };
+  }
+  return AdminSources{
+      .metrics = &metrics_,
+      .cache = &cache_,
+      .proxies = &proxies_,
+      .clock = &clock_,
+      .readiness =
+          [this] {
+            return ComputeReadiness(cache_, source_->config_source(), last_good_->state(), clock_);
+          },
+      .status = [this] { return source_->StatusJson(); },
+      .pages = std::move(pages),
+  };
+}
+
+void Server::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (trimmer_) trimmer_->Stop();
+  if (admin_) admin_->Stop();
+  if (source_) source_->Stop();
+  if (last_good_) last_good_->Stop();
+  if (xds_) xds_->Shutdown(absl::Seconds(1));
+  if (collector_ >= 0) metrics_.RemoveCollector(collector_);
+}
+
+}  // namespace holdfast

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "src/admin/admin_server.h"
+#include "src/app/serve.h"
+#include "src/app/serving_source.h"
+#include "src/common/memory_trim.h"
+#include "src/common/metrics.h"
+#include "src/snapshot/last_known_good.h"
+#include "src/snapshot/snapshot_cache.h"
+#include "src/xds/xds_server.h"
+
+namespace holdfast {
+
+// One replica of the control plane. It owns its parts and builds them in the
+// order data flows: the snapshot cache and its persisted copy, the source
+// that fills them, the xDS server that reads them, then the admin endpoint
+// that shows them all. Stop() takes them down in reverse.
+class Server {
+ public:
+  // Builds and starts every part. Fails on a configuration mistake or when
+  // a port cannot be bound; never because a store is unreachable.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServeOptions& options);
+  ~Server() { Stop(); }
+
+  // The ports actually bound (useful with port 0).
+  int xds_port() const { return xds_->port(); }
+  int admin_port() const { return admin_->port(); }
+
+  // Stops reading the store (a leader resigns), then ends xDS streams after
+  // a second's grace. Idempotent.
+  void Stop();
+
+ private:
+  explicit Server(const ServeOptions& options);
+  absl::Status StartParts();
+  AdminSources MakeAdminSources();
+
+  const ServeOptions options_;
+  const Clock& clock_;
+  Random& random_;  // jitters the elector's and the status writer's retries
+  MetricsRegistry metrics_;
+  SnapshotCache cache_;
+  ProxyRegistry proxies_;
+  XdsStats stats_;
+  EncodedBodyCache bodies_;
+  ViewCache views_;
+  std::optional<NodeGrouper> grouper_;  // set first thing in StartParts
+  std::unique_ptr<LastKnownGood> last_good_;
+  std::unique_ptr<ServingSource> source_;
+  std::unique_ptr<XdsServer> xds_;
+  int collector_ = -1;
+  std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<MemoryTrimmer> trimmer_;
+  bool stopped_ = false;
+};
+
+}  // namespace holdfast
