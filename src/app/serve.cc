@@ -352,7 +352,7 @@ int RunServe(const ServeOptions& options) {
       .pages = pages,
   };
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
-      AdminServer::Start(options.admin_listen, admin_sources);
+      AdminServer::Start(options.admin_listen, options.admin_auth, admin_sources);
   if (!admin.ok()) {
     LogError("%s", admin.status().message());
     return 1;
