@@ -3,7 +3,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
-#include "httplib.h"
+#include "src/admin/listen_socket.h"
+#include "src/admin/redact.h"
 
 namespace holdfast {
 namespace {
@@ -13,19 +14,25 @@ std::string Timestamp(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
 
+// Every message shown goes through here, so no page prints a secret.
 nlohmann::json MessageToJson(const google::protobuf::Message& message) {
+  std::unique_ptr<google::protobuf::Message> redacted(message.New());
+  redacted->CopyFrom(message);
+  RedactSecrets(*redacted);
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return nullptr;
+  if (!google::protobuf::util::MessageToJsonString(*redacted, &json, options).ok()) return nullptr;
   return nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
 }
 
-void SendJson(httplib::Response& res, const nlohmann::json& body) {
+HttpResponse Json(const nlohmann::json& body) {
+  HttpResponse response;
+  response.content_type = "application/json";
   // Replace, not throw, on bytes that are not UTF-8 (store keys are shown
   // as they are).
-  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                  "application/json");
+  response.body = body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return response;
 }
 
 }  // namespace
@@ -122,66 +129,108 @@ nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources) 
 }
 
 absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& listen_address,
-                                                                AdminSources sources) {
-  size_t colon = listen_address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(listen_address.substr(colon + 1), &port)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("admin address \"", listen_address, "\": expected HOST:PORT"));
+                                                                const AdminAuthOptions& auth,
+                                                                AdminSources sources,
+                                                                HttpServerOptions http) {
+  absl::StatusOr<ListenSocket> socket = ListenSocket::Open(listen_address);
+  if (!socket.ok()) return socket.status();
+  if (!socket->loopback() && auth.token_file.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "admin endpoint on ", socket->bound(), " (from --admin-listen ", listen_address,
+        ") is reachable from other hosts and would be unauthenticated: give "
+        "--admin-token-file, or listen on loopback (127.0.0.1:PORT)"));
   }
-  std::string host = listen_address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-
   auto server = std::unique_ptr<AdminServer>(new AdminServer());
+  if (!auth.token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenFile>> token = TokenFile::Open(auth.token_file);
+    if (!token.ok()) return token.status();
+    server->token_ = *std::move(token);
+  }
   server->sources_ = std::move(sources);
-  server->http_ = std::make_unique<httplib::Server>();
   server->Route();
-  if (port == 0) {
-    server->port_ = server->http_->bind_to_any_port(host);
-  } else if (server->http_->bind_to_port(host, port)) {
-    server->port_ = port;
+  server->http_ = HttpServer::Start(
+      *std::move(socket), http,
+      [raw = server.get()](const HttpRequest& request) { return raw->Handle(request); });
+  if (server->sources_.metrics != nullptr) {
+    server->collector_ = server->sources_.metrics->AddCollector(
+        [raw = server.get()](MetricWriter& out) { raw->CollectHttpMetrics(out); });
   }
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for admin on ", listen_address));
-  }
-  server->thread_ = std::thread([http = server->http_.get()] { http->listen_after_bind(); });
   return server;
 }
 
 AdminServer::~AdminServer() { Stop(); }
 
 void AdminServer::Stop() {
-  if (http_ != nullptr) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (http_ != nullptr) http_->Stop();
+  if (collector_ != 0) {
+    sources_.metrics->RemoveCollector(collector_);
+    collector_ = 0;
+  }
+}
+
+HttpResponse AdminServer::Handle(const HttpRequest& request) {
+  bool authenticated =
+      token_ == nullptr || token_->MatchesAuthorization(request.Header("authorization"));
+  // Probes answer everyone: a kubelet or load balancer checks them without
+  // credentials. Without credentials /readyz says ready or not, not why.
+  if (request.path == "/healthz") return HttpResponse::Text(200, "ok\n");
+  if (request.path == "/readyz") return Readyz(/*detail=*/authenticated);
+  if (!authenticated) {
+    HttpResponse response = HttpResponse::Text(401, "a bearer token is required\n");
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"holdfast admin\"");
+    return response;
+  }
+  auto route = routes_.find(request.path);
+  if (route == routes_.end()) return HttpResponse::Text(404, "not found\n");
+  return route->second(request);
+}
+
+HttpResponse AdminServer::Readyz(bool detail) const {
+  Readiness readiness = sources_.readiness();
+  std::string body = readiness.ready ? "ready" : "not ready";
+  if (detail) absl::StrAppend(&body, ": ", readiness.reason);
+  return HttpResponse::Text(readiness.ready ? 200 : 503, body + "\n");
 }
 
 void AdminServer::Route() {
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    Readiness readiness = sources_.readiness();
-    res.status = readiness.ready ? 200 : 503;
-    res.set_content(absl::StrCat(readiness.ready ? "ready: " : "not ready: ", readiness.reason, "\n"),
-                    "text/plain");
-  });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(sources_.metrics->RenderPrometheus(), "text/plain; version=0.0.4");
-  });
-  http_->Get("/debug/snapshot", [this](const httplib::Request& req, httplib::Response& res) {
-    bool with_resources = req.get_param_value("resources") != "false";
-    SendJson(res, SnapshotsToJson(*sources_.cache, with_resources));
-  });
-  http_->Get("/debug/proxies", [this](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, ProxiesToJson(sources_.proxies->List()));
-  });
-  http_->Get("/debug/status", [this](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, sources_.status ? sources_.status() : nlohmann::json::object());
-  });
+  routes_["/metrics"] = [this](const HttpRequest&) {
+    HttpResponse response = HttpResponse::Text(200, sources_.metrics->RenderPrometheus());
+    response.content_type = "text/plain; version=0.0.4";
+    return response;
+  };
+  routes_["/debug/snapshot"] = [this](const HttpRequest& request) {
+    auto resources = request.query.find("resources");
+    bool with_resources = resources == request.query.end() || resources->second != "false";
+    return Json(SnapshotsToJson(*sources_.cache, with_resources));
+  };
+  routes_["/debug/proxies"] = [this](const HttpRequest&) {
+    return Json(ProxiesToJson(sources_.proxies->List()));
+  };
+  routes_["/debug/status"] = [this](const HttpRequest&) {
+    return Json(sources_.status ? sources_.status() : nlohmann::json::object());
+  };
   for (const auto& [path, page] : sources_.pages) {
-    http_->Get(path, [page = page](const httplib::Request&, httplib::Response& res) {
-      SendJson(res, page());
-    });
+    routes_[path] = [page = page](const HttpRequest&) { return Json(page()); };
+  }
+}
+
+void AdminServer::CollectHttpMetrics(MetricWriter& out) const {
+  if (http_ == nullptr) return;
+  HttpServerStats stats = http_->stats();
+  out.Sample("holdfast_admin_connections", "Open admin HTTP connections", "gauge", {}, stats.open);
+  out.Sample("holdfast_admin_requests_total", "Admin HTTP requests answered", "counter", {},
+             stats.requests);
+  out.Sample("holdfast_admin_requests_refused_total",
+             "Admin HTTP requests refused as malformed, too large or carrying a body", "counter",
+             {}, stats.refused);
+  const std::pair<const char*, uint64_t> closes[] = {{"evicted", stats.evicted},
+                                                     {"header_timeout", stats.header_timeouts},
+                                                     {"idle_timeout", stats.idle_timeouts},
+                                                     {"write_timeout", stats.write_timeouts}};
+  for (const auto& [reason, count] : closes) {
+    out.Sample("holdfast_admin_connections_cut_total",
+               "Admin HTTP connections closed by a limit, by limit", "counter",
+               {{"reason", reason}}, count);
   }
 }
 

@@ -4,19 +4,17 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "src/admin/admin_options.h"
+#include "src/admin/http_server.h"
+#include "src/admin/token_file.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/translate/status.h"
 #include "src/xds/proxy_state.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace holdfast {
 
@@ -40,23 +38,33 @@ struct AdminSources {
 };
 
 // HTTP admin endpoint: /healthz, /readyz, /metrics (Prometheus text),
-// /debug/snapshot, /debug/proxies, /debug/status (JSON). Read-only.
+// /debug/snapshot, /debug/proxies, /debug/status (JSON), and the extra
+// pages. Read-only: nothing served here changes any state. Debug pages never
+// show secrets (see RedactSecrets).
 class AdminServer {
  public:
   static absl::StatusOr<std::unique_ptr<AdminServer>> Start(const std::string& listen_address,
-                                                            AdminSources sources);
+                                                            const AdminAuthOptions& auth,
+                                                            AdminSources sources,
+                                                            HttpServerOptions http = {});
   ~AdminServer();
-  int port() const { return port_; }
+  int port() const { return http_ != nullptr ? http_->port() : 0; }
   void Stop();
 
  private:
+  using Page = std::function<HttpResponse(const HttpRequest&)>;
+
   AdminServer() = default;
   void Route();
+  HttpResponse Handle(const HttpRequest& request);
+  HttpResponse Readyz(bool detail) const;
+  void CollectHttpMetrics(MetricWriter& out) const;
 
   AdminSources sources_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<TokenFile> token_;  // null: no authentication (loopback only)
+  std::map<std::string, Page> routes_;
+  std::unique_ptr<HttpServer> http_;
+  int collector_ = 0;
 };
 
 // JSON renderings, shared with the CLI and tests.

@@ -34,8 +34,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   serve_cmd->add_option("--xds-listen", serve.xds_listen, "xDS gRPC address, HOST:PORT (0: any free port)")
       ->capture_default_str();
-  serve_cmd->add_option("--admin-listen", serve.admin_listen, "Admin HTTP address, HOST:PORT")
+  serve_cmd->add_option("--admin-listen", serve.admin_listen,
+                        "Admin HTTP address, HOST:PORT; other than loopback it needs "
+                        "--admin-token-file")
       ->capture_default_str();
+  serve_cmd->add_option("--admin-token-file", serve.admin_auth.token_file,
+                        "File holding the bearer token the admin endpoint requires (all pages "
+                        "but /healthz and /readyz); re-read when it changes");
   serve_cmd->add_option("--tls-cert", serve.tls.cert_file, "PEM certificate for TLS on the xDS port");
   serve_cmd->add_option("--tls-key", serve.tls.key_file, "PEM private key for --tls-cert");
   serve_cmd->add_option("--tls-client-ca", serve.tls.client_ca_file,

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "src/admin/admin_options.h"
 #include "src/app/etcd_flags.h"
 #include "src/xds/xds_server.h"
 
@@ -22,6 +23,7 @@ struct ServeOptions {
   uint32_t missing_upstream_status = 503;
   std::string xds_listen = "127.0.0.1:18000";
   std::string admin_listen = "127.0.0.1:19000";
+  AdminAuthOptions admin_auth;  // required when admin_listen is not loopback
   XdsTlsOptions tls;
   std::string node_group = "none";  // see NodeGrouper::Parse
   std::string control_plane_id = "holdfast";

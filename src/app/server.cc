@@ -68,7 +68,7 @@ absl::Status Server::StartParts() {
   collector_ = metrics_.AddCollector(
       [this](MetricWriter& out) { CollectSnapshotMetrics(cache_, clock_, out); });
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
-      AdminServer::Start(options_.admin_listen, MakeAdminSources());
+      AdminServer::Start(options_.admin_listen, options_.admin_auth, MakeAdminSources());
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);
   LogInfo("admin server listening on port %d (%s)", admin_->port(), options_.admin_listen);

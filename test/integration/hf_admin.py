@@ -34,13 +34,20 @@ def parse_prometheus(text: str) -> dict:
 
 
 class Admin:
-    def __init__(self, port: int):
+    """`token`: the bearer token sent with every request (--admin-token-file)."""
+
+    def __init__(self, port: int, token: Optional[str] = None):
+        self.port = port
         self.base = f"http://127.0.0.1:{port}"
+        self.token = token
 
     def get(self, path: str, timeout: float = 2.0) -> tuple[Optional[int], str]:
         """(status, body); status None when the server is unreachable."""
+        request = urllib.request.Request(self.base + path)
+        if self.token is not None:
+            request.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with _OPENER.open(self.base + path, timeout=timeout) as resp:
+            with _OPENER.open(request, timeout=timeout) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")

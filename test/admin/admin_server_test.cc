@@ -1,0 +1,178 @@
+#include "src/admin/admin_server.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "gtest/gtest.h"
+#include "test/admin/http_test_client.h"
+
+namespace holdfast {
+namespace {
+
+using testing_http::Get;
+using testing_http::TestClient;
+
+constexpr char kToken[] = "admin-test-token";
+
+// A listener as the gateway translator makes it for a TLS Gateway.
+SnapshotPtr SnapshotWithTlsKey() {
+  envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
+  auto* certificate = tls.mutable_common_tls_context()->add_tls_certificates();
+  certificate->mutable_certificate_chain()->set_inline_string("PUBLIC-CERT");
+  certificate->mutable_private_key()->set_inline_string("-----BEGIN PRIVATE KEY-----SECRETKEY");
+  envoy::config::listener::v3::Listener listener;
+  listener.set_name("gateway");
+  listener.add_filter_chains()->mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  auto snapshot = Snapshot::Build({Resource::FromMessage("gateway", listener)}, absl::UnixEpoch());
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  return *snapshot;
+}
+
+class AdminServerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    cache_.Set(cache_.default_group(), SnapshotWithTlsKey());
+    char dir[] = "/tmp/admin_server_test.XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    token_file_ = dir_ + "/token";
+    std::ofstream(token_file_) << kToken << "\n";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  AdminSources Sources() {
+    return AdminSources{
+        .metrics = &metrics_,
+        .cache = &cache_,
+        .proxies = &proxies_,
+        .clock = &clock_,
+        .readiness =
+            [] {
+              return Readiness{true, "serving snapshot v1"};
+            },
+        .status =
+            [] {
+              return nlohmann::json{{"objects", nlohmann::json::array()}};
+            },
+    };
+  }
+
+  // GET `path` on a fresh connection; {status, body}.
+  std::pair<int, std::string> Fetch(int port, const std::string& path,
+                                    const std::string& headers = "") {
+    TestClient client(port);
+    if (!client.Send(Get(path, headers))) return {0, ""};
+    auto response = client.Read();
+    if (!response.has_value()) return {0, ""};
+    return {response->status, response->body};
+  }
+
+  MetricsRegistry metrics_;
+  SnapshotCache cache_;
+  ProxyRegistry proxies_;
+  SimulatedClock clock_;
+  std::string dir_;
+  std::string token_file_;
+};
+
+TEST_F(AdminServerTest, RefusesToStartReachableFromOtherHostsWithoutAToken) {
+  for (const char* address : {"0.0.0.0:0", ":0"}) {
+    auto server = AdminServer::Start(address, {}, Sources());
+    ASSERT_FALSE(server.ok()) << address;
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(server.status().message().find("--admin-token-file"), std::string::npos)
+        << server.status();
+  }
+}
+
+TEST_F(AdminServerTest, RefusesToStartWithAnUnreadableTokenFile) {
+  auto server = AdminServer::Start("0.0.0.0:0", {.token_file = dir_ + "/missing"}, Sources());
+  EXPECT_FALSE(server.ok());
+}
+
+TEST_F(AdminServerTest, WithATokenOnlyProbesAnswerWithoutIt) {
+  auto server = AdminServer::Start("0.0.0.0:0", {.token_file = token_file_}, Sources());
+  ASSERT_TRUE(server.ok()) << server.status();
+  int port = (*server)->port();
+  EXPECT_EQ(Fetch(port, "/healthz"), std::make_pair(200, std::string("ok\n")));
+  // Ready or not, but not why, to someone without the token.
+  EXPECT_EQ(Fetch(port, "/readyz"), std::make_pair(200, std::string("ready\n")));
+  for (const char* path :
+       {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status", "/no-such-page"}) {
+    EXPECT_EQ(Fetch(port, path).first, 401) << path;
+    EXPECT_EQ(Fetch(port, path, "Authorization: Bearer wrong\r\n").first, 401) << path;
+  }
+  std::string bearer = std::string("Authorization: Bearer ") + kToken + "\r\n";
+  EXPECT_EQ(Fetch(port, "/readyz", bearer),
+            std::make_pair(200, std::string("ready: serving snapshot v1\n")));
+  for (const char* path : {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status"}) {
+    EXPECT_EQ(Fetch(port, path, bearer).first, 200) << path;
+  }
+  EXPECT_EQ(Fetch(port, "/no-such-page", bearer).first, 404);
+}
+
+TEST_F(AdminServerTest, OnLoopbackWithoutATokenEveryPageAnswers) {
+  auto server = AdminServer::Start("127.0.0.1:0", {}, Sources());
+  ASSERT_TRUE(server.ok()) << server.status();
+  int port = (*server)->port();
+  EXPECT_EQ(Fetch(port, "/readyz"),
+            std::make_pair(200, std::string("ready: serving snapshot v1\n")));
+  for (const char* path :
+       {"/healthz", "/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status"}) {
+    EXPECT_EQ(Fetch(port, path).first, 200) << path;
+  }
+  EXPECT_EQ(Fetch(port, "/nope").first, 404);
+}
+
+TEST_F(AdminServerTest, DebugSnapshotShowsNoPrivateKey) {
+  auto server = AdminServer::Start("127.0.0.1:0", {}, Sources());
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto [status, body] = Fetch((*server)->port(), "/debug/snapshot");
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(body.find("SECRETKEY"), std::string::npos) << body;
+  EXPECT_NE(body.find("[redacted]"), std::string::npos) << body;
+  EXPECT_NE(body.find("PUBLIC-CERT"), std::string::npos) << body;
+  // The served resource itself is untouched.
+  const auto& served = cache_.Current(cache_.default_group())
+                           .snapshot->Resources(type_url::kListener)
+                           .begin()
+                           ->second;
+  EXPECT_NE(served->serialized().find("SECRETKEY"), std::string::npos);
+}
+
+TEST_F(AdminServerTest, ResourcesToJsonShowsNoPrivateKey) {
+  std::string json = ResourcesToJson(*SnapshotWithTlsKey()).dump();
+  EXPECT_EQ(json.find("SECRETKEY"), std::string::npos) << json;
+  EXPECT_NE(json.find("[redacted]"), std::string::npos) << json;
+}
+
+TEST_F(AdminServerTest, NothingMutatesState) {
+  auto server = AdminServer::Start("127.0.0.1:0", {}, Sources());
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
+    TestClient client((*server)->port());
+    ASSERT_TRUE(client.Send(std::string(method) + " /debug/snapshot HTTP/1.1\r\n\r\n"));
+    auto response = client.Read();
+    ASSERT_TRUE(response.has_value()) << method;
+    EXPECT_EQ(response->status, 405) << method;
+  }
+}
+
+TEST_F(AdminServerTest, ReportsConnectionLimitsInMetrics) {
+  auto server = AdminServer::Start("127.0.0.1:0", {}, Sources());
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto [status, body] = Fetch((*server)->port(), "/metrics");
+  ASSERT_EQ(status, 200);
+  EXPECT_NE(body.find("holdfast_admin_connections_cut_total{reason=\"header_timeout\"}"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("holdfast_admin_connections "), std::string::npos) << body;
+}
+
+}  // namespace
+}  // namespace holdfast
