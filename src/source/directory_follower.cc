@@ -1,10 +1,19 @@
 #include "src/source/directory_follower.h"
 
+#include <algorithm>
+
 #include "src/common/log.h"
 
 namespace holdfast {
 
 void DirectoryFollower::Start(Options options, std::function<void(const Listing&)> on_listing) {
+  if (absl::Status watching = watch_.Start(options.directory, [this] { poller_.Wake(); });
+      !watching.ok()) {
+    LogInfo("%s; polling %s every %s", watching.message(), options.directory,
+            absl::FormatDuration(options.poll_interval));
+  } else {
+    options.poll_interval = std::max(options.poll_interval, options.watched_poll_interval);
+  }
   poller_.StartAdaptive(
       options.poll_interval,
       [options, on_listing = std::move(on_listing),
@@ -12,11 +21,6 @@ void DirectoryFollower::Start(Options options, std::function<void(const Listing&
         if (auto listing = scanner.Poll()) on_listing(*listing);
         return scanner.confirm_soon() ? options.confirm_delay : options.poll_interval;
       });
-  if (absl::Status watching = watch_.Start(options.directory, [this] { poller_.Wake(); });
-      !watching.ok()) {
-    LogInfo("%s; polling %s every %s", watching.message(), options.directory,
-            absl::FormatDuration(options.poll_interval));
-  }
 }
 
 void DirectoryFollower::Stop() {

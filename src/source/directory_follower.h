@@ -24,6 +24,11 @@ class DirectoryFollower {
     std::vector<std::string> extensions;  // ".yaml", ...
     absl::Duration poll_interval;
     absl::Duration confirm_delay;
+    // The poll interval while the inotify watch works: the watch says when
+    // to look, so the poll is only a safety net, and listing a large tree
+    // every poll_interval costs a core's worth of stat() calls for nothing
+    // (50,000 files: 62% of a core at 200 ms).
+    absl::Duration watched_poll_interval = absl::Seconds(2);
   };
   using Listing = DirectoryListing;
 
