@@ -2,8 +2,9 @@
 # Sets up a fresh machine and runs every test holdfast has:
 #   1. the release build's tests (unit, gRPC, integration with real xDS clients,
 #      Kubernetes tests against a real kube-apiserver built by scripts/kube.sh)
-#   2. the unit and gRPC tests again under AddressSanitizer + UBSan
-# Usage: scripts/test.sh   (HOLDFAST_SKIP_SANITIZE=1 skips step 2)
+#   2. a clang compile of every library with -Wthread-safety as an error
+#   3. the unit and gRPC tests again under AddressSanitizer + UBSan
+# Usage: scripts/test.sh   (HOLDFAST_SKIP_SANITIZE=1 skips step 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -18,6 +19,12 @@ kube_start=$SECONDS
 scripts/kube.sh >/dev/null
 echo "test.sh: Kubernetes test binaries ready in $((SECONDS - kube_start))s" >&2
 ctest --test-dir build --output-on-failure -L integration
+
+# Clang checks the ABSL_GUARDED_BY annotations that GCC ignores: compiling
+# every library with -Wthread-safety as an error is the test.
+CC=clang CXX=clang++ scripts/setup.sh build-tsa -DHOLDFAST_PREBUILT_API="$PWD/build" \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-Wthread-safety -Werror=thread-safety"
+cmake --build build-tsa -j "$JOBS" --target holdfast_app
 
 if [[ "${HOLDFAST_SKIP_SANITIZE:-0}" != 1 ]]; then
   scripts/setup.sh build-asan -DHOLDFAST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \

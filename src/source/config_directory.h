@@ -54,7 +54,7 @@ class ConfigDirectorySource : public ConfigSource {
   }
 
  private:
-  absl::Status Apply(const DirectoryListing& scan);
+  absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
   // The listing to apply: `scan`, plus what was applied before under
   // directories that cannot be listed now (unknown is not gone).
   DirectoryListing KeepUnreadable(const DirectoryListing& scan) const
@@ -63,7 +63,9 @@ class ConfigDirectorySource : public ConfigSource {
   const Options options_;
 
   absl::Mutex reload_mu_;
-  ConfigPipeline pipeline_ ABSL_GUARDED_BY(reload_mu_);
+  // Applied under reload_mu_; its statuses() and OnStatuses() (before
+  // Start) are safe without it.
+  ConfigPipeline pipeline_;
   DirectoryListing applied_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> files_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> last_readable_ ABSL_GUARDED_BY(reload_mu_);

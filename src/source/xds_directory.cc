@@ -130,7 +130,7 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
       }
     }
   }
-  auto keep_last_good = [&](const Key& key) {
+  auto keep_last_good = [&](const Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_) {
     if (candidates.contains(key)) return false;
     auto served = served_.find(key);
     if (served == served_.end()) return false;

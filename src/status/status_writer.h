@@ -64,7 +64,7 @@ class StatusWriter {
 
  private:
   std::string StoreKey(const ObjectKey& key) const;
-  absl::Status Reconcile(const Leadership& leadership);
+  absl::Status Reconcile(const Leadership& leadership) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
   absl::Status Commit(const Leadership& leadership, etcdserverpb::TxnRequest& txn);
 
   const Options options_;
