@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpc/support/log.h"
 #include "src/admin/admin_server.h"
+#include "src/common/descriptors.h"
 #include "src/common/log.h"
 #include "src/common/memory_trim.h"
 #include "src/common/random.h"
@@ -208,6 +209,7 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   gpr_set_log_function(LogGrpcMessage);
+  RaiseOpenFilesLimitAndLog();
 
   Clock& clock = Clock::Real();
   // Jitters the elector's and the status writer's retries.
