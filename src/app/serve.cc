@@ -36,6 +36,7 @@ namespace {
 constexpr absl::Duration kGrpcLogQuiet = absl::Minutes(1);
 
 void LogGrpcMessage(gpr_log_func_args* args) {
+  NoteGrpcLogMessage(args->message);  // how a dead xDS listener is noticed
   if (args->severity != GPR_LOG_SEVERITY_ERROR) {
     LogDebug("grpc: %s (%s:%d)", args->message, args->file, args->line);
     return;
@@ -301,6 +302,19 @@ int RunServe(const ServeOptions& options) {
   xds_options.listen_address = options.xds_listen;
   xds_options.tls = options.tls;
   xds_options.control_plane_id = options.control_plane_id;
+  xds_options.metrics = &metrics;
+  for (auto [flag, text, out] : {std::tuple{"--xds-handshake-timeout", &options.xds_handshake_timeout,
+                                            &xds_options.handshake_timeout},
+                                 std::tuple{"--xds-first-request-timeout",
+                                            &options.xds_first_request_timeout,
+                                            &xds_options.first_request_timeout}}) {
+    absl::StatusOr<absl::Duration> parsed = ParseFlagDuration(flag, *text);
+    if (!parsed.ok()) {
+      LogError("%s", parsed.status().message());
+      return 2;
+    }
+    *out = *parsed;
+  }
   absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(xds_options, context);
   if (!xds.ok()) {
     LogError("%s", xds.status().message());
@@ -320,6 +334,9 @@ int RunServe(const ServeOptions& options) {
       .clock = &clock,
       .readiness =
           [&]() {
+            if (XdsListenerStatus listener = (*xds)->ListenerStatus(); !listener.accepting) {
+              return Readiness{false, listener.detail};
+            }
             Published current = cache.Current(cache.default_group());
             std::string store;
             if (config_source != nullptr) {
