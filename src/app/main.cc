@@ -41,6 +41,13 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--admin-token-file", serve.admin_auth.token_file,
                         "File holding the bearer token the admin endpoint requires (all pages "
                         "but /healthz and /readyz); re-read when it changes");
+  serve_cmd->add_option("--xds-handshake-timeout", serve.xds_handshake_timeout,
+                        "Close a connection that has not completed TLS and HTTP/2 set-up by then")
+      ->capture_default_str();
+  serve_cmd->add_option("--xds-first-request-timeout", serve.xds_first_request_timeout,
+                        "End a stream that has sent no request by then, and close a connection "
+                        "idle (no stream) that long")
+      ->capture_default_str();
   serve_cmd->add_option("--tls-cert", serve.tls.cert_file, "PEM certificate for TLS on the xDS port");
   serve_cmd->add_option("--tls-key", serve.tls.key_file, "PEM private key for --tls-cert");
   serve_cmd->add_option("--tls-client-ca", serve.tls.client_ca_file,

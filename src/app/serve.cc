@@ -11,6 +11,7 @@
 #include "grpc/support/log.h"
 #include "nlohmann/json.hpp"
 #include "src/app/server.h"
+#include "src/common/descriptors.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -24,6 +25,7 @@ namespace {
 constexpr absl::Duration kGrpcLogQuiet = absl::Minutes(1);
 
 void LogGrpcMessage(gpr_log_func_args* args) {
+  NoteGrpcLogMessage(args->message);  // how a dead xDS listener is noticed
   if (args->severity != GPR_LOG_SEVERITY_ERROR) {
     LogDebug("grpc: %s (%s:%d)", args->message, args->file, args->line);
     return;
@@ -67,6 +69,7 @@ int RunServe(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   gpr_set_log_function(LogGrpcMessage);
+  RaiseOpenFilesLimitAndLog();
 
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
   if (!server.ok()) {

@@ -25,6 +25,8 @@ struct ServeOptions {
   std::string admin_listen = "127.0.0.1:19000";
   AdminAuthOptions admin_auth;  // required when admin_listen is not loopback
   XdsTlsOptions tls;
+  std::string xds_handshake_timeout = "20s";      // XdsServerOptions::handshake_timeout
+  std::string xds_first_request_timeout = "30s";  // XdsServerOptions::first_request_timeout
   std::string node_group = "none";  // see NodeGrouper::Parse
   std::string control_plane_id = "holdfast";
   // When set, {"xds": PORT, "admin": PORT} is written here once listening.

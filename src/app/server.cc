@@ -57,6 +57,16 @@ absl::Status Server::StartParts() {
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
   xds_options.control_plane_id = options_.control_plane_id;
+  xds_options.metrics = &metrics_;
+  for (auto [flag, text, out] :
+       {std::tuple{"--xds-handshake-timeout", &options_.xds_handshake_timeout,
+                   &xds_options.handshake_timeout},
+        std::tuple{"--xds-first-request-timeout", &options_.xds_first_request_timeout,
+                   &xds_options.first_request_timeout}}) {
+    absl::StatusOr<absl::Duration> parsed = ParseFlagDuration(flag, *text);
+    if (!parsed.ok()) return parsed.status();
+    *out = *parsed;
+  }
   absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(xds_options, context);
   if (!xds.ok()) return xds.status();
   xds_ = *std::move(xds);
@@ -96,6 +106,10 @@ AdminSources Server::MakeAdminSources() {
       .clock = &clock_,
       .readiness =
           [this] {
+            // A replica whose xDS port cannot accept must not get new proxies.
+            if (XdsListenerStatus listener = xds_->ListenerStatus(); !listener.accepting) {
+              return Readiness{false, listener.detail};
+            }
             return ComputeReadiness(cache_, source_->config_source(), last_good_->state(), clock_);
           },
       .status = [this] { return source_->StatusJson(); },

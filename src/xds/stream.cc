@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "absl/strings/str_cat.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -19,8 +20,14 @@ XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
     raw->protocol_ = make_protocol(std::move(fixed_type_url), raw->proxy_.get(), context);
   }
   raw->self_ = std::move(stream);
-  context.proxies->Add(raw->proxy_, raw->id_);
-  context.stats->StreamOpened(kind);
+  if (context.open_streams != nullptr) context.open_streams->fetch_add(1);
+  if (context.first_request != nullptr) {
+    std::weak_ptr<XdsStream> weak = raw->self_;
+    context.first_request->Add(raw->id_, [weak] {
+      auto stream = weak.lock();
+      return stream != nullptr && stream->EndWithoutFirstRequest();
+    });
+  }
   raw->StartRead(&raw->read_buffer_);
   return raw;
 }
@@ -28,8 +35,23 @@ XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
 XdsStream::XdsStream(const StreamContext& context, std::string kind, std::string peer)
     : context_(context),
       id_(next_stream_id.fetch_add(1)),
+      kind_(kind),
       proxy_(std::make_shared<ProxyState>(id_, std::move(kind), std::move(peer),
                                           context.clock->Now())) {}
+
+bool XdsStream::EndWithoutFirstRequest() {
+  absl::MutexLock lock(&mu_);
+  if (requested_ || finished_) return false;
+  LogDebug("xds stream %d (%s, %s): no request within %s, ending it", id_, kind_,
+           proxy_->View().peer, absl::FormatDuration(context_.first_request->timeout()));
+  // DEADLINE_EXCEEDED: the client let a deadline pass; it is told which one.
+  FinishLocked(grpc::Status(
+      grpc::StatusCode::DEADLINE_EXCEEDED,
+      absl::StrCat("holdfast: no DiscoveryRequest within ",
+                   absl::FormatDuration(context_.first_request->timeout()),
+                   " of opening the stream (--xds-first-request-timeout)")));
+  return true;
+}
 
 void XdsStream::OnReadDone(bool ok) {
   if (!ok) {
@@ -43,6 +65,7 @@ void XdsStream::OnReadDone(bool ok) {
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
+    requested_ = true;
     status = protocol_->OnRequest(read_buffer_, &node);
     // A SotW request repeats every name the proxy asks for (tens of KB at
     // fleet scale); an idle stream should not keep the last one.
@@ -58,22 +81,29 @@ void XdsStream::OnReadDone(bool ok) {
     }
   }
 
-  if (watch_ == nullptr) {
-    // First request: join the node's group. The watch is registered without
-    // mu_ held, since the cache calls watchers while they may take mu_.
-    std::string group = context_.grouper->GroupOf(*node);
-    proxy_->SetNode(node->id(), node->cluster(), group, node->user_agent_name());
-    LogDebug("xds stream %d: node %s joined group %s", id_, node->id(), group);
-    std::weak_ptr<XdsStream> weak = weak_from_this();
-    watch_ = context_.cache->Watch(group, [weak](const Published& published) {
-      if (auto stream = weak.lock()) stream->OnPublished(published);
-    });
-    OnPublished(context_.cache->Current(group));
-  }
+  if (watch_ == nullptr) JoinGroup(*node);
 
   absl::MutexLock lock(&mu_);
   MaybeWriteLocked();
   if (!finished_) StartRead(&read_buffer_);
+}
+
+void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
+  // First request: the client is a proxy now.
+  if (context_.first_request != nullptr) context_.first_request->Remove(id_);
+  context_.proxies->Add(proxy_, id_);
+  context_.stats->StreamOpened(kind_);
+  counted_ = true;
+  std::string group = context_.grouper->GroupOf(node);
+  proxy_->SetNode(node.id(), node.cluster(), group, node.user_agent_name());
+  LogDebug("xds stream %d: node %s joined group %s", id_, node.id(), group);
+  // The watch is registered without mu_ held, since the cache calls
+  // watchers while they may take mu_.
+  std::weak_ptr<XdsStream> weak = weak_from_this();
+  watch_ = context_.cache->Watch(group, [weak](const Published& published) {
+    if (auto stream = weak.lock()) stream->OnPublished(published);
+  });
+  OnPublished(context_.cache->Current(group));
 }
 
 void XdsStream::OnPublished(const Published& published) {
@@ -127,8 +157,13 @@ void XdsStream::OnDone() {
   }
   // Dropping the watch waits out a running publication; mu_ must be free.
   watch_.reset();
-  context_.proxies->Remove(id_);
-  context_.stats->StreamClosed();
+  if (context_.first_request != nullptr) context_.first_request->Remove(id_);
+  if (counted_) {
+    context_.proxies->Remove(id_);
+    context_.stats->StreamClosed();
+  }
+  // Last: XdsServer may end this stream's server generation once it drops.
+  if (context_.open_streams != nullptr) context_.open_streams->fetch_sub(1);
   std::shared_ptr<XdsStream> self = std::move(self_);
 }
 

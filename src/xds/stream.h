@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "src/common/clock.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/xds/first_request_deadline.h"
 #include "src/xds/node_group.h"
 #include "src/xds/proxy_state.h"
 #include "src/xds/stream_limits.h"
@@ -44,6 +46,11 @@ struct StreamContext {
   const Clock* clock;
   std::string control_plane_id;
   StreamLimits limits;
+  // Set by XdsServer. Streams must send a request by a deadline (nullptr:
+  // no deadline).
+  FirstRequestDeadlines* first_request = nullptr;
+  // Set by XdsServer: streams of one listener generation not yet done.
+  std::atomic<int64_t>* open_streams = nullptr;
 };
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
@@ -61,6 +68,10 @@ std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, Pr
 // response against the newest snapshot. A proxy that stops reading therefore
 // holds one response and one snapshot reference, never a growing queue, and
 // never slows the publisher or other streams.
+//
+// A stream counts as a connected proxy (ProxyRegistry, XdsStats) from its
+// first request on: until then it is only a client that opened a stream,
+// and it is ended if that request does not come in time.
 class XdsStream : public grpc::ServerGenericBidiReactor,
                   public std::enable_shared_from_this<XdsStream> {
  public:
@@ -75,13 +86,20 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
 
  private:
   XdsStream(const StreamContext& context, std::string kind, std::string peer);
+  void JoinGroup(const envoy::config::core::v3::Node& node);
+  // Ends the stream if it has not sent a request yet; false if it has.
+  bool EndWithoutFirstRequest();
   void OnPublished(const Published& published);
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const StreamContext context_;
   const uint64_t id_;
+  const std::string kind_;
   std::shared_ptr<ProxyState> proxy_;
+  // Registered in context_.proxies and counted in context_.stats. Touched
+  // only by OnReadDone and OnDone, which gRPC never runs concurrently.
+  bool counted_ = false;
   std::shared_ptr<XdsStream> self_;  // released in OnDone
 
   absl::Mutex mu_;
@@ -89,6 +107,7 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
   grpc::ByteBuffer read_buffer_;
   grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;  // a request has arrived
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;

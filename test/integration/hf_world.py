@@ -60,16 +60,20 @@ class Holdfast:
         self.xds_port: Optional[int] = None
         self.admin: Optional[Admin] = None
 
-    def start(self, xds_port: int = 0) -> None:
+    def start(self, xds_port: int = 0, *, wrapper: Sequence[str] = (),
+              extra_args: Sequence[str] = ()) -> None:
+        """`wrapper` runs before the binary (e.g. prlimit ... --), which it
+        must exec; `extra_args` go after the usual flags."""
         assert self.proc is None or not self.proc.running(), "holdfast already running"
         self._ports_file.unlink(missing_ok=True)
         self.proc = self._procs.start("holdfast", [
-            self._binary, "serve",
+            *wrapper, self._binary, "serve",
             self._source_flag, self._source_dir,
             "--xds-listen", f"127.0.0.1:{xds_port}",
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
             "--state-dir", self._state_dir,
+            *extra_args,
         ], env=environ_without_grpc())
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])

@@ -62,6 +62,12 @@ class ScriptedStream {
     return status;
   }
 
+  // Whether the server ended the stream within `deadline` (a failure bound).
+  bool AwaitClosed(absl::Duration deadline) {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&closed_), deadline);
+  }
+
   // Waits for the server to end the stream and returns its status.
   grpc::Status AwaitServerFinish() {
     {

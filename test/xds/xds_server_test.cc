@@ -1,12 +1,18 @@
 // The xDS server over real gRPC, driven by scripted clients.
 #include "src/xds/xds_server.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "envoy/service/cluster/v3/cds.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/wrappers.pb.h"
 #include "gtest/gtest.h"
 #include "test/unit/test_resources.h"
@@ -30,11 +36,13 @@ class XdsServerTest : public ::testing::Test {
  protected:
   void SetUp() override { StartServer({}); }
 
-  void StartServer(XdsTlsOptions tls) {
+  void StartServer(XdsTlsOptions tls, std::function<void(XdsServerOptions&)> tweak = nullptr) {
     server_.reset();
     XdsServerOptions options;
     options.listen_address = "127.0.0.1:0";
     options.tls = std::move(tls);
+    options.metrics = &metrics_;
+    if (tweak) tweak(options);
     context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_, &views_, &grouper_, &clock_,
                              "test-cp"};
     auto server = XdsServer::Start(options, context_);
@@ -103,9 +111,10 @@ class XdsServerTest : public ::testing::Test {
     return names;
   }
 
-  uint64_t CounterValue(const std::string& name, const MetricLabels& labels) {
+  uint64_t CounterValue(const std::string& name, const MetricLabels& labels = {}) {
     return metrics_.GetCounter(name, "", labels)->value();
   }
+  double GaugeValue(const std::string& name) { return metrics_.GetGauge(name, "")->value(); }
 
   SimulatedClock clock_;
   MetricsRegistry metrics_;
@@ -224,6 +233,122 @@ TEST_F(XdsServerTest, FirstRequestMustCarryNode) {
   grpc::Status status = stream->AwaitServerFinish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("node"), std::string::npos);
+}
+
+// Waits for `condition`, bounded so that a broken server fails instead of
+// hanging.
+template <typename Condition>
+bool Eventually(Condition condition) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!condition()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+TEST_F(XdsServerTest, AStreamWithoutARequestIsEndedAndNeverCountedAsAProxy) {
+  cache_.Set("default", Chain("1", 80));
+  StartServer({}, [](XdsServerOptions& options) {
+    options.first_request_timeout = absl::Seconds(30);
+    options.check_interval = absl::Milliseconds(20);
+  });
+  auto silent = OpenSotw();
+  ASSERT_TRUE(Eventually([&] { return server_->streams_awaiting_first_request() == 1; }));
+  EXPECT_EQ(proxies_.size(), 0u);
+  EXPECT_EQ(GaugeValue("holdfast_connected_proxies"), 0);
+
+  // A proxy that asks in time is counted, and is never ended for it.
+  auto proxy = OpenSotw(Channel(1));
+  ASSERT_TRUE(proxy->Send(Req(type_url::kCluster, {}, nullptr, /*node=*/true)));
+  auto first = proxy->Next();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(proxy->Send(Req(type_url::kCluster, {}, &*first)));  // ACK
+  EXPECT_EQ(server_->streams_awaiting_first_request(), 1u);
+  EXPECT_EQ(proxies_.size(), 1u);
+  EXPECT_EQ(GaugeValue("holdfast_connected_proxies"), 1);
+
+  clock_.Advance(absl::Seconds(29));
+  EXPECT_EQ(server_->streams_awaiting_first_request(), 1u);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(silent->AwaitClosed(absl::Seconds(10)));
+  grpc::Status status = silent->AwaitServerFinish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("no DiscoveryRequest within 30s"));
+  EXPECT_EQ(CounterValue("holdfast_xds_first_request_timeouts_total"), 1u);
+  EXPECT_EQ(server_->streams_awaiting_first_request(), 0u);
+
+  cache_.Set("default", Chain("2", 81));
+  EXPECT_TRUE(proxy->Next().has_value()) << "the proxy's stream was ended";
+  EXPECT_EQ(proxies_.size(), 1u);
+  EXPECT_EQ(GaugeValue("holdfast_connected_proxies"), 1);
+}
+
+TEST_F(XdsServerTest, ARejectedFirstRequestIsNotCountedAsAProxy) {
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster)));  // no node
+  EXPECT_EQ(stream->AwaitServerFinish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(CounterValue("holdfast_xds_streams_opened_total", {{"kind", "ads-sotw"}}), 0u);
+  EXPECT_EQ(GaugeValue("holdfast_connected_proxies"), 0);
+}
+
+// Reads from a raw connection until the server closes it; false if it is
+// still open after `deadline`.
+bool ClosedByServer(int fd, absl::Duration deadline) {
+  timeval timeout = absl::ToTimeval(deadline);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  char buffer[512];
+  const absl::Time end = absl::Now() + deadline;
+  while (absl::Now() < end) {
+    ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0 && errno != EINTR) return false;  // timed out
+  }
+  return false;
+}
+
+int ConnectRaw(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(XdsServerTest, ASilentConnectionIsClosedAfterTheHandshakeTimeout) {
+  StartServer({}, [](XdsServerOptions& options) {
+    options.handshake_timeout = absl::Milliseconds(300);
+  });
+  const int fd = ConnectRaw(server_->port());
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(ClosedByServer(fd, absl::Seconds(20)));
+  close(fd);
+}
+
+TEST_F(XdsServerTest, AConnectionThatNeverOpensAStreamIsClosed) {
+  StartServer({}, [](XdsServerOptions& options) {
+    options.first_request_timeout = absl::Milliseconds(500);
+  });
+  const int fd = ConnectRaw(server_->port());
+  ASSERT_GE(fd, 0);
+  // The HTTP/2 preface and an empty SETTINGS frame: a connection, no stream.
+  const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+  ASSERT_EQ(send(fd, preface, sizeof(preface) - 1, 0), static_cast<ssize_t>(sizeof(preface) - 1));
+  EXPECT_TRUE(ClosedByServer(fd, absl::Seconds(20)));
+  close(fd);
+}
+
+TEST_F(XdsServerTest, ListenerStartsAcceptingWithOneGeneration) {
+  EXPECT_TRUE(server_->ListenerStatus().accepting);
+  EXPECT_EQ(server_->generations(), 1u);
+  EXPECT_TRUE(Eventually([&] { return GaugeValue("holdfast_open_fds_limit") > 0; }));
+  EXPECT_EQ(GaugeValue("holdfast_xds_accepting"), 1);
+  EXPECT_GT(GaugeValue("holdfast_open_fds"), 0);
 }
 
 TEST_F(XdsServerTest, DeltaAdsWithInitialVersionsRemovalsAndUnsubscribe) {
