@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
                         "End a stream that has sent no request by then, and close a connection "
                         "idle (no stream) that long")
       ->capture_default_str();
+  serve_cmd->add_option("--webhook-listen", serve.webhook_listen,
+                        "Serve the validating admission webhook (HTTPS, POST /validate) here, "
+                        "HOST:PORT; needs --webhook-cert and --webhook-key");
+  serve_cmd->add_option("--webhook-cert", serve.webhook_cert,
+                        "PEM serving certificate (chain) of the webhook; re-read when it changes");
+  serve_cmd->add_option("--webhook-key", serve.webhook_key, "PEM private key of --webhook-cert");
   serve_cmd->add_option("--tls-cert", serve.tls.cert_file, "PEM certificate for TLS on the xDS port");
   serve_cmd->add_option("--tls-key", serve.tls.key_file, "PEM private key for --tls-cert");
   serve_cmd->add_option("--tls-client-ca", serve.tls.client_ca_file,

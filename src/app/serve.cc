@@ -44,11 +44,13 @@ void LogGrpcMessage(gpr_log_func_args* args) {
        args->file, args->line);
 }
 
-absl::Status WritePortsFile(const std::string& path, int xds_port, int admin_port) {
+absl::Status WritePortsFile(const std::string& path, const Server& server) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"xds", xds_port}, {"admin", admin_port}}.dump() << "\n";
+    nlohmann::json ports = {{"xds", server.xds_port()}, {"admin", server.admin_port()}};
+    if (server.webhook_port() != 0) ports["webhook"] = server.webhook_port();
+    out << ports.dump() << "\n";
     if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
   }
   std::error_code ec;
@@ -78,7 +80,7 @@ int RunServe(const ServeOptions& options) {
   }
   if (!options.ports_file.empty()) {
     absl::Status written =
-        WritePortsFile(options.ports_file, (*server)->xds_port(), (*server)->admin_port());
+        WritePortsFile(options.ports_file, **server);
     if (!written.ok()) {
       LogError("%s", written.message());
       return 1;

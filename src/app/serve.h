@@ -23,6 +23,10 @@ struct ServeOptions {
   uint32_t missing_upstream_status = 503;
   std::string xds_listen = "127.0.0.1:18000";
   std::string admin_listen = "127.0.0.1:19000";
+  // The validating admission webhook (HTTPS), off unless an address is set.
+  std::string webhook_listen;
+  std::string webhook_cert;
+  std::string webhook_key;
   AdminAuthOptions admin_auth;  // required when admin_listen is not loopback
   XdsTlsOptions tls;
   std::string xds_handshake_timeout = "20s";      // XdsServerOptions::handshake_timeout

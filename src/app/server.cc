@@ -51,8 +51,15 @@ absl::Status Server::StartParts() {
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
 
-  const StreamContext context{&cache_, &proxies_, &stats_, &bodies_, &views_,
-                              &*grouper_, &clock_, options_.control_plane_id};
+  const StreamContext context{.cache = &cache_,
+                              .proxies = &proxies_,
+                              .stats = &stats_,
+                              .bodies = &bodies_,
+                              .views = &views_,
+                              .grouper = &*grouper_,
+                              .clock = &clock_,
+                              .control_plane_id = options_.control_plane_id,
+                              .limits = StreamLimits{}};
   XdsServerOptions xds_options;
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
@@ -83,12 +90,31 @@ absl::Status Server::StartParts() {
   admin_ = *std::move(admin);
   LogInfo("admin server listening on port %d (%s)", admin_->port(), options_.admin_listen);
 
+  if (absl::Status webhook = StartWebhook(); !webhook.ok()) return webhook;
+
   // After a publication or a stream coming or going, once quiet for 1 s
   // (every 30 s under constant change).
   trimmer_ = std::make_unique<MemoryTrimmer>(
       [this] { return cache_.Current(cache_.default_group()).sequence * 1'000'003 + proxies_.size(); },
       absl::Seconds(1), absl::Seconds(30));
   trimmer_->Start();
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartWebhook() {
+  if (options_.webhook_listen.empty()) return absl::OkStatus();
+  if (options_.webhook_cert.empty() || options_.webhook_key.empty()) {
+    return absl::InvalidArgumentError("--webhook-listen needs --webhook-cert and --webhook-key");
+  }
+  absl::StatusOr<std::unique_ptr<WebhookServer>> webhook = WebhookServer::Start(
+      {.listen_address = options_.webhook_listen,
+       .cert_file = options_.webhook_cert,
+       .key_file = options_.webhook_key},
+      &metrics_);
+  if (!webhook.ok()) return webhook.status();
+  webhook_ = *std::move(webhook);
+  LogInfo("admission webhook listening on port %d (%s)", webhook_->port(),
+          options_.webhook_listen);
   return absl::OkStatus();
 }
 
@@ -121,6 +147,7 @@ void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
   if (trimmer_) trimmer_->Stop();
+  if (webhook_) webhook_->Stop();
   if (admin_) admin_->Stop();
   if (source_) source_->Stop();
   if (last_good_) last_good_->Stop();

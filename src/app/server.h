@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/admin/admin_server.h"
+#include "src/admission/webhook_server.h"
 #include "src/app/serve.h"
 #include "src/app/serving_source.h"
 #include "src/common/memory_trim.h"
@@ -29,6 +30,7 @@ class Server {
   // The ports actually bound (useful with port 0).
   int xds_port() const { return xds_->port(); }
   int admin_port() const { return admin_->port(); }
+  int webhook_port() const { return webhook_ ? webhook_->port() : 0; }
 
   // Stops reading the store (a leader resigns), then ends xDS streams after
   // a second's grace. Idempotent.
@@ -37,6 +39,7 @@ class Server {
  private:
   explicit Server(const ServeOptions& options);
   absl::Status StartParts();
+  absl::Status StartWebhook();
   AdminSources MakeAdminSources();
 
   const ServeOptions options_;
@@ -54,6 +57,7 @@ class Server {
   std::unique_ptr<XdsServer> xds_;
   int collector_ = -1;
   std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<WebhookServer> webhook_;  // only with --webhook-listen
   std::unique_ptr<MemoryTrimmer> trimmer_;
   bool stopped_ = false;
 };
