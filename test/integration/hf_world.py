@@ -70,7 +70,7 @@ class Holdfast:
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
             "--state-dir", self._state_dir,
-        ], env=environ_without_grpc())
+        ], env=environ_without_grpc(), check_exit=True)
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])
         if xds_port:
