@@ -5,8 +5,8 @@
 //   <target>_corpus [--budget-ms N] DIR...
 //
 // Each input has a time budget (default 1000 ms: the slowest input takes
-// about 6 ms in a release build, leaving room for a sanitizer build on a
-// loaded machine): an input that takes longer fails the run, naming the
+// about 6 ms in a release build and 150 ms in the sanitizer build, leaving
+// room for a loaded machine): an input that takes longer fails the run, naming the
 // file, and one still running at twice the budget is caught by a watchdog
 // that does the same, so a hang fails instead of stalling the run.
 #include <atomic>
