@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "src/common/read_file.h"
@@ -69,7 +72,26 @@ absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes) {
+// Test hook, for tests that kill a process in the middle of a snapshot write
+// (test/chaos, test/integration/test_outage.py); inert unless the
+// environment variable HOLDFAST_TEST_PAUSE_SNAPSHOT_WRITE is set. Then a
+// write that finds `<snapshot file>.pause` renames it to `.paused` once half
+// its bytes are written and stops there for up to 10 s; it removes `.paused`
+// before it goes on, so a test that still finds `.paused` after killing the
+// process knows the kill landed mid-write.
+void PauseHalfwayIfAsked(const std::string& destination) {
+  static const bool enabled = std::getenv("HOLDFAST_TEST_PAUSE_SNAPSHOT_WRITE") != nullptr;
+  if (!enabled) return;
+  const std::string asked = destination + ".pause", paused = destination + ".paused";
+  if (rename(asked.c_str(), paused.c_str()) != 0) return;
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  unlink(paused.c_str());
+}
+
+// Writes `bytes` to `path` and syncs it; `destination` (the file `path`
+// will become) names the test hook's files.
+absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes,
+                             const std::string& destination) {
   // Owner only: snapshots hold whatever the resources hold (TLS keys among
   // them). fchmod too, in case a leftover file kept an older mode.
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -79,9 +101,12 @@ absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes) 
     close(fd);
     return error;
   }
+  const size_t half = bytes.size() / 2;
   size_t written = 0;
   while (written < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (written == half) PauseHalfwayIfAsked(destination);
+    size_t end = written < half ? half : bytes.size();
+    ssize_t n = write(fd, bytes.data() + written, end - written);
     if (n < 0) {
       if (errno == EINTR) continue;
       absl::Status error = Errno("cannot write " + path);
@@ -119,7 +144,7 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
   file.append(payload);
 
   std::string tmp = path + ".tmp";
-  absl::Status written = WriteAllAndSync(tmp, file);
+  absl::Status written = WriteAllAndSync(tmp, file, path);
   if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) written = Errno("cannot rename " + tmp);
   if (!written.ok()) {
     unlink(tmp.c_str());  // a full disk should not also keep a partial copy

@@ -20,7 +20,8 @@ namespace holdfast {
 // leaves either the old file or the new one, never a mix. Reading checks
 // the magic, the version, the size and the checksum, and that the
 // resources form a consistent snapshot, so a damaged file is reported and
-// never served.
+// never served. (Tests can stop a write halfway: see the test hook in
+// snapshot_file.cc, inert unless HOLDFAST_TEST_PAUSE_SNAPSHOT_WRITE is set.)
 //
 // The file is readable by its owner only (resources can hold TLS keys). A
 // failed write removes its partial copy. Reading refuses anything but a

@@ -15,11 +15,14 @@ generation about every second with `holdfast apply`.
 
 The nemesis injects, one at a time: store blackholed or reset for one
 replica / all / the leader; an etcd member killed and restarted; quorum
-lost (two members killed) and regained; a replica SIGKILLed (while its
-snapshot file is being written when it can catch it) and restarted; a
-replica killed and restarted while its store is cut off (it must serve its
-persisted snapshot); the leader SIGSTOPped past its lease. New proxies
-connect during every fault.
+lost (two members killed) and regained; a replica SIGKILLed while its
+snapshot file is being written (holdfast's test hook stops the write
+halfway) and restarted; a replica killed and restarted while its store is
+cut off (it must serve its persisted snapshot); the leader SIGSTOPped past
+its lease. New proxies connect during every fault; half the fleet speaks
+delta xDS, half state of the world. The echo route names alpha for five
+generations, then beta for five, so a real client's backend tells whether
+it has the generation being served.
 
 Everything that happens is appended to DIR/history.jsonl (one JSON object a
 line, `t` in Unix seconds); checker.py judges it. Unless --no-netns is
@@ -46,22 +49,32 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 from hf_etcd import EtcdCluster, FaultProxy, which_etcd  # noqa: E402
 from hf_gateway import route, to_yaml, upstream, virtual_service  # noqa: E402
 from hf_process import ProcessSet, environ_without_grpc  # noqa: E402
+from hf_snapshot_file import DamagedFile, check_snapshot_file  # noqa: E402
 from hf_replica import LEASE_DURATION, RETRY_JITTER, RETRY_PERIOD, Store  # noqa: E402
 from hf_world import Backend, Binaries, XdsClient  # noqa: E402
 
 NS = "chaos"
 GEN_CLUSTER = f"{NS}/gen"
 GEN_PORT_BASE = 1000
-STORE_GRACE = "2s"
+STORE_GRACE = 2.0
 CONVERGE_TIMEOUT = 30.0
+# The echo route names alpha for BACKEND_PERIOD generations, then beta for as
+# many: a real client stuck on an old generation soon reaches the wrong one.
+BACKEND_PERIOD = 5
+REAL_DEADLINE_MS = 1000
+# holdfast's test hook (src/snapshot/snapshot_file.cc): with it set, a
+# snapshot write stops halfway through its bytes while FILE.pause exists
+# beside the snapshot file, renamed to FILE.paused, so a kill lands mid-write.
+PAUSE_HOOK_ENV = "HOLDFAST_TEST_PAUSE_SNAPSHOT_WRITE"
 
 PROFILES = {
     # ~12 faults, durations 1-8 s: a few minutes on two busy cores.
+    # Half the fleet speaks delta xDS, half state of the world.
     "short": dict(faults=12, min_dur=1.0, max_dur=8.0, long_share=0.0, proxies=40,
-                  mid_fault_proxies=3, gap=1.0),
+                  mid_fault_proxies=3, gap=1.0, delta_share=0.5),
     # Hundreds of faults on demand; durations 1-120 s (a tenth of them long).
     "long": dict(faults=300, min_dur=1.0, max_dur=20.0, long_share=0.1, proxies=60,
-                 mid_fault_proxies=2, gap=1.0),
+                 mid_fault_proxies=2, gap=1.0, delta_share=0.5),
 }
 
 FAULT_KINDS = ("store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
@@ -72,6 +85,11 @@ FAULT_KINDS = ("store-blackhole-one", "store-blackhole-all", "store-blackhole-le
 STORE_FAULTS = {"store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
                 "store-reject-one", "etcd-member-kill", "etcd-quorum-loss",
                 "replica-kill-cut-off", "leader-pause"}
+
+
+def backend_of(gen: int) -> str:
+    """The backend generation `gen`'s echo route names."""
+    return "alpha" if (gen // BACKEND_PERIOD) % 2 == 0 else "beta"
 
 
 # --- history -----------------------------------------------------------------
@@ -152,11 +170,12 @@ class Fleet:
             t = ev.pop("t")
             self.history.add("fleet", t=t, **ev)
 
-    def add(self, n: int, target: int = -1) -> None:
-        line = f"add {n}" + (f" {target}" if target >= 0 else "") + "\n"
-        self.proc.stdin.write(line.encode())
+    def add(self, n: int, target: int = -1, proto: str = "sotw") -> None:
+        """Starts n proxies speaking `proto` (sotw or delta), round-robin
+        over the targets or all on `target`."""
+        self.proc.stdin.write(f"add {n} {target} {proto}\n".encode())
         self.proc.stdin.flush()
-        self.history.add("fleet_add", n=n, target=target)
+        self.history.add("fleet_add", n=n, target=target, proto=proto)
 
     def lagging(self, gen: int) -> list:
         with self._lock:
@@ -175,21 +194,25 @@ class Fleet:
 
 
 class RealClient:
-    """An xds_cpp_client whose output lines are timestamped into the history."""
+    """An xds_cpp_client whose output lines are timestamped into the history:
+    each line's RPC ended between the previous poll (`since`) and `t`."""
 
-    def __init__(self, client: XdsClient, front: int, history: History):
+    def __init__(self, client: XdsClient, front: int, history: History, deadline: float):
         self.client = client
         self.front = front
         self.history = history
         self.started = time.time()
+        self.last_poll = self.started
         self.seen = 0
-        history.add("real_start", node=client.node_id, front=front)
+        history.add("real_start", node=client.node_id, front=front, deadline=deadline)
 
     def poll(self) -> None:
         lines = self.client.lines(self.seen)
         now = time.time()
         for line in lines:
-            self.history.add("real_rpc", t=now, node=self.client.node_id, line=line[:200])
+            self.history.add("real_rpc", t=now, since=self.last_poll, node=self.client.node_id,
+                             line=line[:200])
+        self.last_poll = now
         self.seen += len(lines)
         if not self.client.proc.running() and not getattr(self, "_exit_logged", False):
             self._exit_logged = True
@@ -215,6 +238,7 @@ class Deployment:
         self.committed = 0
         self.real: list[RealClient] = []
         self.fault_seq = 0
+        self.last_obs: dict[str, dict] = {}
 
     # -- setup --
 
@@ -229,7 +253,8 @@ class Deployment:
         fleet_bin = build_fleet()
         self.history.add("run_start", profile=self.profile, pid=os.getpid(),
                          lease=LEASE_DURATION, retry=RETRY_PERIOD,
-                         retry_jitter=RETRY_JITTER)
+                         retry_jitter=RETRY_JITTER, store_grace=STORE_GRACE)
+        os.environ[PAUSE_HOOK_ENV] = "1"  # replicas inherit it
         self.etcd = EtcdCluster(self.procs, self.out / "etcd", size=3).start()
         self.store = Store(self.procs, self.binaries.holdfast, self.etcd, self.out / "store")
         self.history.add("prefix", prefix=self.store.prefix)
@@ -243,21 +268,27 @@ class Deployment:
             proxies = [FaultProxy(m.client_port, name=f"store-{name}-{i}")
                        for i, m in enumerate(self.etcd.members)]
             self.store_proxies[name] = proxies
+            t_exec = time.time()
             r = self.store.replica(name, endpoints=",".join(p.endpoint for p in proxies),
-                                   extra=["--store-grace", STORE_GRACE])
+                                   extra=["--store-grace", f"{STORE_GRACE:g}s"])
             self.replicas[name] = r
             self.fronts[name] = FaultProxy(r.xds_port, name=f"front-{name}")
-            self.history.add("replica_start", replica=name, pid=r.proc.pid,
+            self.history.add("replica_start", replica=name, pid=r.proc.pid, exec=t_exec,
                              xds=r.xds_port, front=self.fronts[name].port)
         for r in self.replicas.values():
             r.wait_ready()
         self.names = list(self.replicas)
+        # Seen ready before any client starts (the checker measures from it).
+        self.observe_replicas()
         self.fleet = Fleet(fleet_bin, [self.fronts[n].endpoint for n in self.names],
                            self.history, self.out / "logs")
         self.history.add("fleet_targets", names=self.names)
         self.monitor = threading.Thread(target=self._monitor, daemon=True, name="monitor")
         self.monitor.start()
-        self.fleet.add(self.profile["proxies"])
+        n = self.profile["proxies"]
+        delta = round(n * self.profile.get("delta_share", 0.0))
+        self.fleet.add(n - delta)
+        self.fleet.add(delta, proto="delta")
         for i, n in enumerate(self.names[:2]):
             self.add_real_client(i)
         self.writer = threading.Thread(target=self._writer, daemon=True, name="writer")
@@ -266,14 +297,14 @@ class Deployment:
     def add_real_client(self, front_index: int) -> None:
         name = self.names[front_index % len(self.names)]
         c = XdsClient(self.procs, self.binaries, "cpp", self.fronts[name].port,
-                      self.out, interval_ms=200, deadline_ms=1000)
+                      self.out, interval_ms=200, deadline_ms=REAL_DEADLINE_MS)
         with self.lock:
-            self.real.append(RealClient(c, front_index, self.history))
+            self.real.append(RealClient(c, front_index, self.history, REAL_DEADLINE_MS / 1000))
 
     # -- the writer --
 
     def objects(self, gen: int) -> list:
-        backend = "alpha" if gen % 2 == 0 else "beta"
+        backend = backend_of(gen)
         return [upstream("alpha", self.alpha.port, ns=NS),
                 upstream("beta", self.beta.port, ns=NS),
                 upstream("gen", GEN_PORT_BASE + gen, ns=NS),
@@ -298,7 +329,7 @@ class Deployment:
         except OSError as e:  # the binary being relinked (ETXTBSY, EACCES)
             rc, err = -2, repr(e)
         self.history.add("write", t=time.time(), start=t0, gen=gen, ok=rc == 0, rc=rc,
-                         backend="alpha" if gen % 2 == 0 else "beta", err=err)
+                         backend=backend_of(gen), err=err)
         if rc == 0:
             with self.lock:
                 self.committed = max(self.committed, gen)
@@ -312,37 +343,39 @@ class Deployment:
     # -- the monitor --
 
     def _monitor(self) -> None:
-        last: dict[str, dict] = {}
         while not self.stopping.is_set():
-            for name in self.names:
-                with self.lock:
-                    r = self.replicas[name]
-                    paused = name in self.paused
-                    expected = name in self.expected_down
-                if r.proc is None:
-                    continue
-                if not r.running():
-                    if not expected:
-                        with self.lock:
-                            self.expected_down.add(name)
-                        self.history.add("replica_exit", replica=name, pid=r.proc.pid,
-                                         code=r.proc.proc.returncode,
-                                         log=r.proc.log_tail(30))
-                        threading.Thread(target=self._revive, args=(name,),
-                                         daemon=True).start()
-                    obs = {"up": False}
-                elif paused:
-                    obs = {"up": True, "paused": True}
-                else:
-                    obs = self._observe(r)
-                if obs != last.get(name):
-                    last[name] = obs
-                    self.history.add("obs", replica=name, **obs)
+            self.observe_replicas()
             with self.lock:
                 real = list(self.real)
             for c in real:
                 c.poll()
             self.stopping.wait(0.25)
+
+    def observe_replicas(self) -> None:
+        """One round of observations; an `obs` event when a replica's
+        state changed since the last round."""
+        for name in self.names:
+            with self.lock:
+                r = self.replicas[name]
+                paused = name in self.paused
+                expected = name in self.expected_down
+            if r.proc is None:
+                continue
+            if not r.running():
+                if not expected:
+                    with self.lock:
+                        self.expected_down.add(name)
+                    self.history.add("replica_exit", replica=name, pid=r.proc.pid,
+                                     code=r.proc.proc.returncode, log=r.proc.log_tail(30))
+                    threading.Thread(target=self._revive, args=(name,), daemon=True).start()
+                obs = {"up": False}
+            elif paused:
+                obs = {"up": True, "paused": True}
+            else:
+                obs = self._observe(r)
+            if obs != self.last_obs.get(name):
+                self.last_obs[name] = obs
+                self.history.add("obs", replica=name, **obs)
 
     def _observe(self, r) -> dict:
         status, body = r.admin.get("/readyz", timeout=1.0)
@@ -372,12 +405,32 @@ class Deployment:
 
     def restart_replica(self, name: str) -> None:
         r = self.replicas[name]
+        t_exec = time.time()
         r.start()
         self.fronts[name].upstream = ("127.0.0.1", r.xds_port)
         with self.lock:
             self.expected_down.discard(name)
-        self.history.add("replica_start", replica=name, pid=r.proc.pid, xds=r.xds_port,
-                         front=self.fronts[name].port)
+        self.history.add("replica_start", replica=name, pid=r.proc.pid, exec=t_exec,
+                         xds=r.xds_port, front=self.fronts[name].port)
+
+    def kill_mid_write(self, name: str) -> dict:
+        """SIGKILLs `name` while it writes its snapshot file: arms the
+        writer's pause hook, waits (up to 5 s: a generation is written about
+        every second) until a write stops halfway, then kills. Says whether
+        the kill landed mid-write and what the file on disk was then."""
+        path = self.replicas[name].snapshot_file
+        armed, paused = (Path(f"{path}.pause"), Path(f"{path}.paused"))
+        armed.touch()
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not paused.exists():
+            time.sleep(0.01)
+        self.kill_replica(name)
+        # The writer removes .paused before it goes on: still there, the
+        # kill came while the write was stopped halfway.
+        caught = paused.exists()
+        armed.unlink(missing_ok=True)
+        paused.unlink(missing_ok=True)
+        return {"during_snapshot_write": caught, "file_after_kill": snapshot_file_state(path)}
 
     def kill_replica(self, name: str) -> None:
         with self.lock:
@@ -443,9 +496,10 @@ class Deployment:
         """New proxies connect during every fault: round-robin, plus some on
         the affected replica; sometimes a real gRPC client too."""
         n = self.profile["mid_fault_proxies"]
-        self.fleet.add(n)
+        proto = "delta" if fid % 2 and self.profile.get("delta_share") else "sotw"
+        self.fleet.add(n, proto=proto)
         if target is not None:
-            self.fleet.add(1, self.names.index(target))
+            self.fleet.add(1, self.names.index(target), proto)
         if fid % 3 == 0:
             with self.lock:
                 extra = self.real[2:]
@@ -518,28 +572,22 @@ class Deployment:
             self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
             if cut:
                 self.set_store([target], "blackhole")
-            # Try to catch it writing its snapshot: wait for the next
-            # generation's temporary file to appear (no longer than 3 s).
-            tmp = Path(str(r.snapshot_file) + ".tmp")
-            deadline = time.monotonic() + 3.0
-            caught = False
-            while time.monotonic() < deadline and not cut:
-                if tmp.exists():
-                    caught = True
-                    break
-                time.sleep(0.002)
-            self.kill_replica(target)
-            detail["during_snapshot_write"] = caught
+                self.kill_replica(target)
+            else:
+                detail = self.kill_mid_write(target)
             self.history.add("fault_note", id=fid, **detail)
             self.mid_fault(fid, target)
             time.sleep(dur)
             self.restart_replica(target)
             if cut:
                 # Restarted while cut off: after --store-grace it must serve
-                # its persisted snapshot; new proxies connect to it then.
-                time.sleep(3.0)
-                self.fleet.add(2, self.names.index(target))
+                # its persisted snapshot (the checker bounds how soon); new
+                # proxies connect to it then.
+                time.sleep(STORE_GRACE + 1.0)
+                self.fleet.add(1, self.names.index(target))
+                self.fleet.add(1, self.names.index(target), "delta")
                 time.sleep(2.0)
+                self.history.add("store_back", id=fid, target=target)
                 self.set_store([target], "pass")
         elif kind == "leader-pause":
             target = leader or self.rng.choice(self.names)
@@ -578,12 +626,17 @@ class Deployment:
 
     def settle(self, timeout: float = CONVERGE_TIMEOUT) -> bool:
         """Waits (bounded) until every live proxy holds what was committed
-        when the fault healed, so faults do not pile up on a lagging fleet."""
+        when the fault healed and every real client reaches the backend of
+        what is committed now, so faults do not pile up on a lagging fleet
+        (and the checker sees each heal's convergence before the next fault)."""
         with self.lock:
             goal = self.committed
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.fleet.lagging(goal) and self.agreed_leader() is not None:
+            with self.lock:
+                backend = backend_of(self.committed)
+            if not self.fleet.lagging(goal) and self.real_serving(backend) \
+                    and self.agreed_leader() is not None:
                 return True
             time.sleep(0.2)
         self.history.add("settle_timeout", goal=goal, lagging=self.fleet.lagging(goal)[:20],
@@ -610,13 +663,13 @@ class Deployment:
         with self.lock:
             final = self.committed
         self.history.add("final_write", gen=final, ok=final_ok,
-                         backend="alpha" if final % 2 == 0 else "beta")
+                         backend=backend_of(final))
         # Let the fleet and the real clients converge, observed by the
         # checker from the history (the monitor is restarted for that).
         self.stopping.clear()
         self.monitor = threading.Thread(target=self._monitor, daemon=True)
         self.monitor.start()
-        backend = "alpha" if final % 2 == 0 else "beta"
+        backend = backend_of(final)
         deadline = time.monotonic() + 2 * CONVERGE_TIMEOUT
         while time.monotonic() < deadline and (self.fleet.lagging(final)
                                                or not self.real_serving(backend)):
@@ -628,11 +681,10 @@ class Deployment:
             r = self.replicas[name]
             if r.running():
                 m = r.admin.metrics()
-                pick = lambda k: sum(v for (n, _), v in m.items() if n == k)  # noqa: E731
                 self.history.add("final_metrics", replica=name,
-                                 damaged=pick("holdfast_snapshot_file_damaged_total"),
-                                 fenced=pick("holdfast_status_writes_fenced_total"),
-                                 transitions=pick("holdfast_leader_transitions_total"))
+                                 damaged=metric_sum(m, "holdfast_snapshot_file_damaged_total"),
+                                 fenced=metric_sum(m, "holdfast_status_writes_fenced_total"),
+                                 transitions=metric_sum(m, "holdfast_leader_transitions_total"))
         self.record_etcd_history()
         self.history.add("run_end")
 
@@ -711,8 +763,31 @@ class Deployment:
                 p.close()
         for f in getattr(self, "fronts", {}).values():
             f.close()
-        self.procs.close_all()
+        try:
+            self.procs.close_all()
+        except AssertionError as e:  # a replica that ended badly: the checker fails
+            self.history.add("teardown_problem", error=str(e)[:3000])
         self.history.close()
+
+
+def metric_sum(metrics: dict, name: str):
+    """The sum of `name`'s series; None when there is none (a renamed
+    metric must not read as zero)."""
+    values = [v for (n, _), v in metrics.items() if n == name]
+    return sum(values) if values else None
+
+
+def snapshot_file_state(path: Path) -> str:
+    """"absent", "whole", or "damaged: why" (framing and checksum)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return "absent"
+    try:
+        check_snapshot_file(data)
+    except DamagedFile as e:
+        return f"damaged: {e}"
+    return "whole"
 
 
 def in_private_netns() -> bool:

@@ -16,12 +16,20 @@ Checks:
   proxy_config_1s       every simulated proxy session had a complete
                         configuration within 1 s of connecting to a ready
                         replica (measured from the later of the connection
-                        and the replica being seen ready)
+                        and the replica being seen ready); sessions of every
+                        protocol the fleet spoke (state of the world, delta)
+                        were measured
   real_client_first_ok  every real gRPC client's first successful RPC came
-                        within 1 s + 3 s process start-up of its start
+                        within 1 s + 3 s process start-up of its start, or,
+                        started while its replica was not ready, within 1 s
+                        + gRPC's reconnection backoff of the replica being
+                        seen ready; only a client stopped before it was due
+                        is excused
   converged_after_heal  after every fault healed, every proxy held the
-                        generation committed by then within 30 s, and real
-                        clients made a successful RPC within 30 s
+                        generation committed by then within 30 s, and every
+                        real client, within 30 s and until the next fault,
+                        reached only the backend of a generation being
+                        served (>= the one committed by the heal)
   converged_final       every proxy holds the final generation; every real
                         client's last 5 RPCs reach the final backend
   fencing               no status write of a term after that term's
@@ -33,9 +41,21 @@ Checks:
                         round trip and the poll interval)
   snapshot_never_corrupt  no replica reported a damaged snapshot file
                         (restore_error other than "no snapshot file",
-                        holdfast_snapshot_file_damaged_total > 0)
+                        holdfast_snapshot_file_damaged_total > 0, a file
+                        damaged right after a kill), and it was measured:
+                        every start's restore result observed, every
+                        replica's final counter read, and a kill landed
+                        mid-write leaving the old file whole
+  restart_cut_off_serves_persisted  a replica restarted while cut off from
+                        the store served its persisted snapshot within
+                        --store-grace + 1 s start-up + 1 s (round trip and
+                        poll) of its exec, before the store came back, and
+                        configured the proxies that connected meanwhile
+                        within 1 s
   served_written_configs  every generation any proxy held is one the
                         writer wrote (a garbled snapshot would show otherwise)
+  replicas_stopped_cleanly  every replica, stopped with SIGTERM at the end,
+                        exited 0 within the grace period
 """
 
 import argparse
@@ -49,6 +69,15 @@ CONFIG_BOUND = 1.0
 REAL_STARTUP = 3.0
 CONVERGE = 30.0
 RTT_AND_POLL = 1.0
+# From exec to a replica's admin endpoint answering (process start, reading
+# its snapshot file).
+REPLICA_START = 1.0
+# gRPC's reconnection backoff (initial 1 s, multiplier 1.6, jitter 0.2):
+# after `down` seconds of failed attempts the attempts so far took at least
+# 0.8 * (1.6^n - 1) / 0.6 s, so the interval in force is at most
+# 1.2 * 1.6^n <= 0.9 * down + 1.2 s.
+RECONNECT_SLOPE = 0.9
+RECONNECT_BASE = 1.2
 STORE_FAULTS = {"store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
                 "store-reject-one", "etcd-member-kill", "etcd-quorum-loss",
                 "replica-kill-cut-off", "leader-pause"}
@@ -134,7 +163,7 @@ def fleet_sessions(events):
         p = e["p"]
         if e["ev"] == "connect":
             s = {"p": p, "target": e["target"], "connect": e["t"], "complete": None,
-                 "end": None, "gen": None}
+                 "end": None, "gen": None, "proto": e.get("proto", "sotw")}
             open_[p] = s
             sessions.append(s)
         elif e["ev"] == "complete" and p in open_:
@@ -156,6 +185,7 @@ def check_config_1s(events):
     names = target_names(events)
     run_end = max(e["t"] for e in events)
     measured, exempt, bad = [], 0, []
+    by_proto = defaultdict(list)
     for s in fleet_sessions(events):
         replica = names[s["target"]]
         start = tl.next_ready(replica, s["connect"])
@@ -171,18 +201,28 @@ def check_config_1s(events):
             continue
         dt = max(0.0, s["complete"] - start)
         measured.append(dt)
+        by_proto[s["proto"]].append(dt)
         if dt > CONFIG_BOUND:
             bad.append((s, dt))
     if not measured and not bad:
         return False, "no session measured"
     desc = (f"{len(measured)} sessions measured, {exempt} exempt (replica not ready); "
-            f"p50 {pct(measured, 50)} p99 {pct(measured, 99)} max {pct(measured, 100)}")
+            f"p50 {pct(measured, 50)} p99 {pct(measured, 99)} max {pct(measured, 100)}; "
+            + ", ".join(f"{k} {len(v)} (max {pct(v, 100)})" for k, v in sorted(by_proto.items())))
+    missing = [p for p in expected_protocols(events) if not by_proto[p]]
+    if missing:
+        return False, f"no {'/'.join(missing)} session measured; {desc}"
     if bad:
         s, dt = bad[0]
         return False, (f"{len(bad)} late; {desc}; first: proxy {s['p']} on "
                        f"{names[s['target']]} connected at {s['connect']:.3f}, "
                        f"{'never complete' if dt is None else f'complete after {dt:.3f}s'}")
     return True, desc
+
+
+def expected_protocols(events):
+    """The xDS protocols the run's fleet was asked to speak."""
+    return sorted({e.get("proto", "sotw") for e in by_kind(events, "fleet_add") if e["n"] > 0})
 
 
 def pct(values, q):
@@ -192,34 +232,56 @@ def pct(values, q):
     return f"{v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]:.3f}s"
 
 
+def reconnect_allowance(down):
+    """How long after its server came back a gRPC client that has failed to
+    reach it for `down` seconds may take to try again."""
+    return RECONNECT_SLOPE * down + RECONNECT_BASE if down > 0 else 0.0
+
+
+def real_ends(events):
+    """When each real client was stopped by the runner or exited."""
+    ends = {}
+    for e in by_kind(events, "real_stopped") + by_kind(events, "real_exit"):
+        ends[e["node"]] = min(e["t"], ends.get(e["node"], e["t"]))
+    return ends
+
+
 def check_real_first_ok(events):
+    """Each real client's first successful RPC is due REAL_STARTUP +
+    CONFIG_BOUND after its start; started while its replica was not ready,
+    CONFIG_BOUND after the replica was seen ready plus the reconnection
+    backoff it built up meanwhile. A client stopped before it was due is
+    the only one excused from having succeeded."""
     tl = Timeline(events)
     names = target_names(events)
-    starts, exempt = {}, 0
-    for e in by_kind(events, "real_start"):
-        if tl.ready(names[e["front"] % len(names)], e["t"]):
-            starts[e["node"]] = e["t"]
-        else:
-            exempt += 1  # its replica was down: covered by the convergence checks
     first = {}
     for e in by_kind(events, "real_rpc"):
         if e["line"].startswith("ok ") and e["node"] not in first:
             first[e["node"]] = e["t"]
-    stopped = {e["node"] for e in by_kind(events, "real_stopped")}
-    bad, vals = [], []
-    for node, t0 in starts.items():
-        if node not in first:
-            if node not in stopped:
-                bad.append(f"{node}: no successful RPC")
-            continue
-        dt = first[node] - t0
-        vals.append(dt)
-        if dt > CONFIG_BOUND + REAL_STARTUP:
-            bad.append(f"{node}: first ok after {dt:.2f}s")
+    ends = real_ends(events)
+    starts = by_kind(events, "real_start")
     if not starts:
         return False, "no real client"
-    desc = (f"{len(starts)} real clients started on a ready replica ({exempt} exempt), "
-            f"first ok after max {pct(vals, 100)}")
+    bad, vals, late_ready, excused = [], [], 0, 0
+    for e in starts:
+        node, t0 = e["node"], e["t"]
+        ready = tl.next_ready(names[e["front"] % len(names)], t0)
+        if ready is None:
+            ready = float("inf")
+        late_ready += ready > t0
+        due = max(t0 + REAL_STARTUP, ready + reconnect_allowance(ready - t0)) + CONFIG_BOUND
+        if node not in first:
+            if ends.get(node, float("inf")) < due:
+                excused += 1
+            else:
+                bad.append(f"{node}: no successful RPC (due {due - t0:.2f}s after its start)")
+            continue
+        vals.append(first[node] - t0)
+        if first[node] > due:
+            bad.append(f"{node}: first ok {first[node] - t0:.2f}s after its start, "
+                       f"due after {due - t0:.2f}s")
+    desc = (f"{len(starts)} real clients ({late_ready} started before their replica was "
+            f"ready, {excused} stopped before due), first ok after max {pct(vals, 100)}")
     return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
 
 
@@ -239,24 +301,82 @@ def proxies_started(events):
     return first
 
 
+def served_windows(events):
+    """(gen, backend, from, until) per generation written: it may be what a
+    client is served from the moment its write began until CONFIG_BOUND
+    after a later generation was committed (a failed write may still have
+    committed, so it counts too)."""
+    writes = by_kind(events, "write")
+    commits = sorted((e["t"], e["gen"]) for e in writes if e["ok"])
+    out = []
+    for w in writes:
+        nxt = next((t for t, g in commits if g > w["gen"]), None)
+        until = nxt + CONFIG_BOUND if nxt is not None else float("inf")
+        out.append((w["gen"], w["backend"], w.get("start", w["t"]), until))
+    return out
+
+
+def current(rpc, goal, windows, deadline):
+    """True when an ok RPC reached the backend of a generation >= goal that
+    may have been served when the RPC picked its backend (in the `deadline`
+    before it ended, which was between the previous poll and `t`)."""
+    backend = rpc["line"].split()[1]
+    lo, hi = rpc.get("since", rpc["t"]) - deadline, rpc["t"]
+    return any(g >= goal and b == backend and frm <= hi and until > lo
+               for g, b, frm, until in windows)
+
+
+def real_converged(rpcs, goal, windows, deadline):
+    """The time from which every ok RPC in `rpcs` is current (None if the
+    last one is not)."""
+    since = None
+    for r in rpcs:
+        if current(r, goal, windows, deadline):
+            since = r["t"] if since is None else since
+        else:
+            since = None
+    return since
+
+
+def check_real_after_heal(events, h, next_start, windows):
+    """Real clients running at heal `h`: from some time within CONVERGE
+    of it until the next fault starts, every successful RPC reaches the
+    backend of the generation being served (>= the one committed by the
+    heal). The runner starts the next fault only once they do (or CONVERGE
+    has passed). Returns (failures, clients that ended before converging)."""
+    H, goal = h["t"], h["committed"]
+    ends = real_ends(events)
+    rpcs = defaultdict(list)
+    for e in by_kind(events, "real_rpc"):
+        if e["line"].startswith("ok ") and H <= e["t"] < next_start:
+            rpcs[e["node"]].append(e)
+    bad, cut = [], 0
+    for s in by_kind(events, "real_start"):
+        node, end = s["node"], ends.get(s["node"], float("inf"))
+        if s["t"] > H or end <= H:
+            continue
+        since = real_converged(rpcs[node], goal, windows, s.get("deadline", 1.0))
+        if since is not None and since - H <= CONVERGE:
+            continue
+        if since is None and end < min(next_start, H + CONVERGE):
+            cut += 1  # stopped by the runner, or exited (which
+            continue  # converged_final fails)
+        bad.append(f"fault {h['id']} ({h['fault']}): real client {node} " + (
+            f"reached the generation served only {since - H:.1f}s after healing" if since
+            else f"did not reach the backend of the generation served (gen >= {goal})"))
+    return bad, cut
+
+
 def check_converged_after_heal(events):
     gens = gen_events(events)
     started = proxies_started(events)
-    ok_rpcs = sorted(e["t"] for e in by_kind(events, "real_rpc") if e["line"].startswith("ok "))
-    by_node_ok = defaultdict(list)
-    for e in by_kind(events, "real_rpc"):
-        if e["line"].startswith("ok "):
-            by_node_ok[e["node"]].append(e["t"])
-    real_alive = {}
-    for e in by_kind(events, "real_start"):
-        real_alive[e["node"]] = (e["t"], None)
-    for e in by_kind(events, "real_stopped") + by_kind(events, "real_exit"):
-        if e["node"] in real_alive:
-            real_alive[e["node"]] = (real_alive[e["node"]][0], e["t"])
+    windows = served_windows(events)
     heals = by_kind(events, "fault_end")
     if not heals:
         return False, "no fault healed"
-    bad, lags = [], []
+    fault_starts = sorted(e["t"] for e in by_kind(events, "fault_start"))
+    final = [e["t"] for e in by_kind(events, "final_write")]
+    bad, lags, cut = [], [], 0
     for h in heals:
         H, goal = h["t"], h["committed"]
         worst = 0.0
@@ -272,15 +392,14 @@ def check_converged_after_heal(events):
             if lag > CONVERGE:
                 bad.append(f"fault {h['id']} ({h['fault']}): proxy {p} held gen {goal} "
                            f"{lag:.1f}s after healing")
-        for node, (t0, t1) in real_alive.items():
-            if t0 > H or (t1 is not None and t1 < H + CONVERGE):
-                continue
-            if not any(H <= t <= H + CONVERGE for t in by_node_ok[node]):
-                bad.append(f"fault {h['id']} ({h['fault']}): real client {node} made no "
-                           f"successful RPC within {CONVERGE:.0f}s of healing")
+        next_start = min([t for t in fault_starts if t > H] + final + [float("inf")])
+        real_bad, real_cut = check_real_after_heal(events, h, next_start, windows)
+        bad += real_bad
+        cut += real_cut
         lags.append(worst)
     desc = (f"{len(heals)} heals; worst proxy lag after heal {max(lags):.2f}s, "
-            f"median {statistics.median(lags):.2f}s")
+            f"median {statistics.median(lags):.2f}s; real clients judged by backend "
+            f"({cut} ended before converging)")
     return (False, f"{len(bad)} failures; {desc}; " + "; ".join(bad[:3])) if bad \
         else (True, desc)
 
@@ -398,20 +517,151 @@ def check_leader_after_store(events):
     return (False, f"{len(bad)} late; {desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
 
 
-def check_snapshot(events):
+def fault_notes(events, kind):
+    """The fault_note of every fault of `kind`, by fault id (None if absent)."""
+    notes = {e["id"]: e for e in by_kind(events, "fault_note")}
+    return {f["id"]: notes.get(f["id"]) for f in by_kind(events, "fault_start")
+            if f["fault"] == kind}
+
+
+def snapshot_damage(events):
+    """Every sign of a damaged snapshot file: restore errors, the damaged
+    counter, a file found damaged right after a kill."""
     bad = []
-    persisted = 0
     for e in by_kind(events, "obs"):
         err = e.get("restore_error") or ""
         if err and "no snapshot file" not in err:
             bad.append(f"{e['replica']} at {e['t']:.1f}: restore_error {err[:300]!r}")
-        if e.get("serving") == "persisted":
-            persisted += 1
     for e in by_kind(events, "final_metrics"):
-        if e.get("damaged", 0) > 0:
+        if (e.get("damaged") or 0) > 0:
             bad.append(f"{e['replica']}: holdfast_snapshot_file_damaged_total {e['damaged']}")
-    desc = f"{persisted} observations serving a persisted snapshot"
+    for fid, n in fault_notes(events, "replica-kill").items():
+        if n and n.get("file_after_kill", "").startswith("damaged"):
+            bad.append(f"fault {fid}: after the kill the file was {n['file_after_kill']}")
+    return bad
+
+
+def snapshot_unmeasured(events):
+    """What snapshot_never_corrupt needed and was not recorded."""
+    missing = []
+    obs = by_kind(events, "obs")
+    for s in by_kind(events, "replica_start"):
+        if not any(e["replica"] == s["replica"] and e.get("pid") == s["pid"]
+                   and "restore_error" in e for e in obs):
+            missing.append(f"{s['replica']} pid {s['pid']}: its restore result never observed")
+    final = {e["replica"]: e.get("damaged") for e in by_kind(events, "final_metrics")}
+    for r in target_names(events):
+        if not isinstance(final.get(r), (int, float)):
+            missing.append(f"{r}: no final holdfast_snapshot_file_damaged_total")
+    kills = fault_notes(events, "replica-kill")
+    landed = [fid for fid, n in kills.items() if n and n.get("during_snapshot_write")
+              and n.get("file_after_kill") == "whole"]
+    if kills and not landed:
+        missing.append(f"none of {len(kills)} replica kills landed during a snapshot write "
+                       "with the old file left whole")
+    return missing, f"{len(landed)}/{len(kills)} kills landed mid-write"
+
+
+def check_snapshot(events):
+    bad = snapshot_damage(events)
+    missing, landed = snapshot_unmeasured(events)
+    persisted = sum(1 for e in by_kind(events, "obs") if e.get("serving") == "persisted")
+    desc = f"{persisted} observations serving a persisted snapshot; {landed}"
+    if bad or missing:
+        return False, f"{desc}; " + "; ".join((bad + missing)[:3])
+    return True, desc
+
+
+def cut_off_restarts(events):
+    """(fault, the replica_start while cut off or None, store_back time or
+    None) per replica-kill-cut-off fault."""
+    backs = {e["id"]: e["t"] for e in by_kind(events, "store_back")}
+    out = []
+    for f in by_kind(events, "fault_start"):
+        if f["fault"] != "replica-kill-cut-off":
+            continue
+        back = backs.get(f["id"])
+        start = next((s for s in by_kind(events, "replica_start") if s["replica"] == f["target"]
+                      and f["t"] < s["t"] < (back or float("inf"))), None)
+        out.append((f, start, back))
+    return out
+
+
+def persisted_ready(events, start, back):
+    """When the replica started as `start` was first seen ready serving its
+    persisted snapshot before the store came back (None if never)."""
+    return next((e["t"] for e in by_kind(events, "obs") if e["replica"] == start["replica"]
+                 and e.get("pid") == start["pid"] and e["t"] < back and e.get("ready")
+                 and e.get("serving") == "persisted"), None)
+
+
+def judge_cut_off_proxies(events, replica, t0, ready, back):
+    """Proxies that connected to the replica restarted at `t0` while it was
+    cut off: each complete within CONFIG_BOUND of the later of its
+    connection and the replica serving. Returns (judged, failures)."""
+    names = target_names(events)
+    judged, bad = 0, []
+    for s in fleet_sessions(events):
+        due = max(s["connect"], ready) + CONFIG_BOUND
+        if names[s["target"]] != replica or not t0 <= s["connect"] < back or due > back:
+            continue
+        if s["complete"] is None and s["end"] is not None and s["end"] < due:
+            continue  # its stream ended (the old process's) before it was due
+        judged += 1
+        if s["complete"] is None or s["complete"] > due:
+            bad.append(f"proxy {s['p']} ({s['proto']}) connected at {s['connect']:.2f} "
+                       + ("never complete before the store came back" if s["complete"] is None
+                          else f"complete {s['complete'] - max(s['connect'], ready):.2f}s "
+                               "after it could be"))
+    return judged, bad
+
+
+def check_restart_persisted(events):
+    """A replica restarted while cut off from the store serves its persisted
+    snapshot within --store-grace + REPLICA_START + RTT_AND_POLL of its
+    exec, and the proxies that connect to it meanwhile are configured."""
+    run = by_kind(events, "run_start")
+    grace = run[0].get("store_grace") if run else None
+    if grace is None:
+        return False, "no --store-grace recorded"
+    bound = grace + REPLICA_START + RTT_AND_POLL
+    cases = cut_off_restarts(events)
+    if not cases:
+        return False, "no replica restarted while cut off"
+    bad, vals, judged = [], [], 0
+    for f, start, back in cases:
+        if start is None or back is None:
+            bad.append(f"fault {f['id']}: no restart while cut off recorded")
+            continue
+        t0 = start.get("exec", start["t"])
+        ready = persisted_ready(events, start, back)
+        if ready is None:
+            bad.append(f"fault {f['id']}: {start['replica']} did not serve its persisted "
+                       f"snapshot in the {back - t0:.1f}s before the store came back")
+            continue
+        vals.append(ready - t0)
+        if ready - t0 > bound:
+            bad.append(f"fault {f['id']}: {start['replica']} served its persisted snapshot "
+                       f"{ready - t0:.2f}s after exec")
+        n, late = judge_cut_off_proxies(events, start["replica"], t0, ready, back)
+        judged += n
+        bad += [f"fault {f['id']}: {x}" for x in late]
+        if n == 0:
+            bad.append(f"fault {f['id']}: no proxy connected while it served persisted")
+    desc = (f"{len(cases)} restarts while cut off; serving persisted after max "
+            f"{pct(vals, 100)} (bound {bound:.1f}s); {judged} proxies configured meanwhile")
     return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
+
+
+def check_stopped_cleanly(events):
+    """Every replica, stopped with SIGTERM at the end, exited 0 in time."""
+    codes = {e["replica"]: e.get("code") for e in by_kind(events, "replica_stop")}
+    bad = [f"{r}: " + ("never stopped (not running at the end)" if r not in codes
+                       else f"exit {codes[r]} on SIGTERM")
+           for r in target_names(events) if codes.get(r) != 0]
+    bad += [e["error"][:500] for e in by_kind(events, "teardown_problem")]
+    desc = f"{len(codes)} replicas stopped with SIGTERM"
+    return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, f"{desc}, all exit 0")
 
 
 def check_served_written(events):
@@ -434,7 +684,9 @@ CHECKS = [
     ("fencing", check_fencing),
     ("leader_after_store", check_leader_after_store),
     ("snapshot_never_corrupt", check_snapshot),
+    ("restart_cut_off_serves_persisted", check_restart_persisted),
     ("served_written_configs", check_served_written),
+    ("replicas_stopped_cleanly", check_stopped_cleanly),
 ]
 
 
@@ -480,46 +732,129 @@ def results_table(results):
 # --- self-test: every check can fail -----------------------------------------
 
 def _doctor(events):
-    """(check name, doctored events) pairs, one per check."""
+    """(check name, what was doctored, doctored events), at least one per
+    check; a case that does not apply to this history is left out."""
     out = []
     end_t = max(e["t"] for e in events)
 
-    def add(name, evs):
-        out.append((name, sorted(evs, key=lambda e: e["t"])))
+    def add(name, what, evs):
+        if evs is not None:
+            out.append((name, what, sorted(evs, key=lambda e: e["t"])))
 
-    add("runner_completed", [e for e in events if e["kind"] != "run_end"])
-    add("no_replica_exited", events + [{"t": end_t - 1, "kind": "replica_exit", "replica": "a",
-                                        "pid": 1, "code": 134, "log": "doctored"}])
-    # A complete session moved 2 s later.
-    ev = copy.deepcopy(events)
+    add("runner_completed", "no run_end", [e for e in events if e["kind"] != "run_end"])
+    add("no_replica_exited", "replica a exits",
+        events + [{"t": end_t - 1, "kind": "replica_exit", "replica": "a", "pid": 1,
+                   "code": 134, "log": "doctored"}])
+    _doctor_config(events, add)
+    _doctor_real(events, add)
+    _doctor_converge(events, add)
+    _doctor_store(events, add)
+    _doctor_snapshot(events, add)
+    _doctor_stops(events, add)
+    return out
+
+
+def _replace(events, match, change):
+    """A copy of events with change(e) (a dict, or None to drop) for each e
+    that match(e)."""
+    out = []
+    for e in events:
+        if match(e):
+            e = change(copy.deepcopy(e))
+        if e is not None:
+            out.append(e)
+    return out
+
+
+def _doctor_config(events, add):
+    # A complete session moved 2.5 s after its connection.
     tl = Timeline(events)
     names = target_names(events)
-    for s in fleet_sessions(events):
-        if s["complete"] and tl.ready(names[s["target"]], s["connect"]):
-            for e in ev:
-                if e["kind"] == "fleet" and e["ev"] == "complete" and e["p"] == s["p"] \
-                        and e["t"] == s["complete"]:
-                    e["t"] = s["connect"] + 2.5
-            break
-    add("proxy_config_1s", ev)
-    add("real_client_first_ok", [e for e in events if not (e["kind"] == "real_rpc"
-                                                         and e["line"].startswith("ok"))])
+    s = next((s for s in fleet_sessions(events)
+              if s["complete"] and tl.ready(names[s["target"]], s["connect"])), None)
+    if s:
+        add("proxy_config_1s", "a session complete 2.5 s after connecting", _replace(
+            events, lambda e: e["kind"] == "fleet" and e["ev"] == "complete"
+            and e["p"] == s["p"] and e["t"] == s["complete"],
+            lambda e: dict(e, t=s["connect"] + 2.5)))
+    delta = {e["p"] for e in events if e["kind"] == "fleet" and e.get("proto") == "delta"}
+    if delta:
+        add("proxy_config_1s", "no delta session ever connects", _replace(
+            events, lambda e: e["kind"] == "fleet" and e.get("p") in delta, lambda e: None))
+
+
+def _doctor_real(events, add):
+    add("real_client_first_ok", "no successful RPC", _replace(
+        events, lambda e: e["kind"] == "real_rpc" and e["line"].startswith("ok"),
+        lambda e: None))
+    ok_nodes = {e["node"] for e in by_kind(events, "real_rpc") if e["line"].startswith("ok")}
+    stopped = [e for e in by_kind(events, "real_stopped") if e["node"] in ok_nodes]
+    if stopped:
+        node = stopped[0]["node"]
+        add("real_client_first_ok", f"{node}, stopped by the runner, never succeeded",
+            _replace(events, lambda e: e["kind"] == "real_rpc" and e["node"] == node
+                     and e["line"].startswith("ok"), lambda e: None))
+    # Its replica not ready when it starts, ready 0.5 s later; its first ok
+    # 20 s after that (was exempt wholesale).
+    s = next((e for e in by_kind(events, "real_start") if e["node"] in ok_nodes), None)
+    if s is None:
+        return
+    replica = target_names(events)[s["front"] % len(target_names(events))]
+    evs = _replace(events, lambda e: e["kind"] == "real_rpc" and e["node"] == s["node"]
+                   and e["t"] < s["t"] + 20.5, lambda e: None)
+    base = Timeline(events).at(replica, s["t"] + 0.5) or {"up": True, "ready": True}
+    evs += [{"t": s["t"] - 0.01, "kind": "obs", "replica": replica, "up": True,
+             "ready": False},
+            dict(base, t=s["t"] + 0.5, kind="obs", replica=replica, ready=True)]
+    add("real_client_first_ok", f"{s['node']} started before its replica was ready, "
+        "first ok 20 s after", evs)
+
+
+def _doctor_converge(events, add):
     # One proxy never moves past the generation it had before the first heal.
     first_heal = by_kind(events, "fault_end")[0]["t"]
     victim = next(iter(proxies_started(events)))
-    add("converged_after_heal", [e for e in events if not (
-        e["kind"] == "fleet" and e.get("p") == victim and e["ev"] in ("gen", "complete")
-        and e["t"] > first_heal - 60)])
+    add("converged_after_heal", f"proxy {victim} stuck before the first heal", [
+        e for e in events if not (e["kind"] == "fleet" and e.get("p") == victim
+                                  and e["ev"] in ("gen", "complete") and e["t"] > first_heal - 60)])
+    add("converged_after_heal", "a real client reaches the wrong backend after a heal",
+        _wrong_backend(events))
     final = by_kind(events, "final_write")[0]["gen"]
-    add("converged_final", [e for e in events if not (
-        e["kind"] == "fleet" and e.get("p") == victim and e.get("gen") == final)])
+    add("converged_final", f"proxy {victim} never holds the final generation", [
+        e for e in events if not (e["kind"] == "fleet" and e.get("p") == victim
+                                  and e.get("gen") == final)])
+
+
+def _wrong_backend(events):
+    """A real client running at a heal reaches, from the heal until the
+    next fault, the backend the generation served at the end does not name."""
+    starts = sorted(e["t"] for e in by_kind(events, "fault_start"))
+    final = [e["t"] for e in by_kind(events, "final_write")]
+    windows = served_windows(events)
+    for h in by_kind(events, "fault_end"):
+        nxt = min([t for t in starts if t > h["t"]] + final + [float("inf")])
+        rpcs = [e for e in by_kind(events, "real_rpc") if h["t"] <= e["t"] < nxt
+                and e["line"].startswith("ok ")]
+        if not rpcs:
+            continue
+        node, last = rpcs[-1]["node"], rpcs[-1]
+        right = {b for g, b, frm, until in windows if g >= h["committed"]
+                 and frm <= last["t"] and until > last.get("since", last["t"]) - 1.0}
+        if len(right) != 1:
+            continue
+        wrong = "beta" if right == {"alpha"} else "alpha"
+        return _replace(events, lambda e: e["kind"] == "real_rpc" and e["node"] == node
+                        and h["t"] <= e["t"] < nxt and e["line"].startswith("ok "),
+                        lambda e: dict(e, line=f"ok {wrong}"))
+    return None
+
+
+def _doctor_store(events, add):
+    end_t = max(e["t"] for e in events)
     # A status written under a term after that term's key was deleted.
     hist = by_kind(events, "etcd_event")
-    ended = None
-    for e in hist:
-        if e["key"].startswith("/election/") and e["type"] == "DELETE":
-            ended = e
-            break
+    ended = next((e for e in hist if e["key"].startswith("/election/")
+                  and e["type"] == "DELETE"), None)
     ev = list(events)
     if ended:
         created = next(x for x in hist if x["key"] == ended["key"] and x["type"] == "PUT")
@@ -527,7 +862,7 @@ def _doctor(events):
                    "type": "PUT", "create_revision": 4, "mod_revision": ended["mod_revision"] + 1,
                    "value": json.dumps({"writer": created["value"],
                                         "term": created["create_revision"]})})
-    add("fencing", ev)
+    add("fencing", "a status written under an ended term", ev)
     # Two replicas claim to lead from the first store heal to the end.
     h = next(h for h in by_kind(events, "fault_end") if h["fault"] in STORE_FAULTS)
     ev = [dict(e, is_leader=e["replica"] != "c", leader="a")
@@ -535,24 +870,78 @@ def _doctor(events):
     for r in REPLICAS:
         ev.append({"t": h["t"], "kind": "obs", "replica": r, "up": True, "ready": True,
                    "is_leader": r != "c", "leader": "a", "term": 1})
-    add("leader_after_store", ev)
-    add("snapshot_never_corrupt", events + [{
+    add("leader_after_store", "two leaders after a store heal", ev)
+    victim = next(iter(proxies_started(events)))
+    add("served_written_configs", "a proxy holds a generation never written",
+        events + [{"t": end_t - 1, "kind": "fleet", "ev": "gen", "p": victim, "gen": 987654}])
+
+
+def _doctor_snapshot(events, add):
+    end_t = max(e["t"] for e in events)
+    name = "snapshot_never_corrupt"
+    add(name, "a checksum mismatch reported", events + [{
         "t": end_t - 1, "kind": "obs", "replica": "b", "up": True, "ready": True,
         "serving": "persisted", "restore_error": "last-good.snapshot: checksum mismatch"}])
-    add("served_written_configs", events + [{"t": end_t - 1, "kind": "fleet", "ev": "gen",
-                                             "p": victim, "gen": 987654}])
-    return out
+    add(name, "no final metrics", [e for e in events if e["kind"] != "final_metrics"])
+    add(name, "the damaged counter renamed (no series)", _replace(
+        events, lambda e: e["kind"] == "final_metrics", lambda e: dict(e, damaged=None)))
+    add(name, "no restore_error field", _replace(
+        events, lambda e: e["kind"] == "obs" and "restore_error" in e,
+        lambda e: {k: v for k, v in e.items() if k != "restore_error"}))
+    kills = fault_notes(events, "replica-kill")
+    add(name, "no kill lands mid-write", _replace(
+        events, lambda e: e["kind"] == "fault_note" and e["id"] in kills,
+        lambda e: dict(e, during_snapshot_write=False)))
+    add(name, "the file damaged after a kill", _replace(
+        events, lambda e: e["kind"] == "fault_note" and e["id"] in kills,
+        lambda e: dict(e, file_after_kill="damaged: checksum mismatch")))
+    add("restart_cut_off_serves_persisted",
+        "the restarted replica serves nothing until the store returns", _serves_nothing(events))
+
+
+def _serves_nothing(events):
+    """Each replica restarted while cut off is not ready until its store
+    comes back; the proxies that connected meanwhile complete only then."""
+    evs = list(events)
+    names = target_names(events)
+    for f, start, back in cut_off_restarts(events):
+        if start is None or back is None:
+            continue
+        t0, r = start.get("exec", start["t"]), start["replica"]
+        waiting = {s["p"] for s in fleet_sessions(events)
+                   if names[s["target"]] == r and t0 <= s["connect"] < back}
+        evs = _replace(evs, lambda e: e["kind"] == "obs" and e["replica"] == r
+                       and t0 <= e["t"] < back and e.get("up"),
+                       lambda e: dict(e, ready=False, serving="nothing"))
+        evs = _replace(evs, lambda e: e["kind"] == "fleet" and e["ev"] == "complete"
+                       and e["p"] in waiting and t0 <= e["t"] < back,
+                       lambda e: dict(e, t=back + 0.1))
+    return evs
+
+
+def _doctor_stops(events, add):
+    name = "replicas_stopped_cleanly"
+    first = next((e for e in events if e["kind"] == "replica_stop"), None)
+    if first is None:
+        add(name, "(no replica_stop recorded)", events)
+        return
+    add(name, f"{first['replica']} killed after hanging on SIGTERM", _replace(
+        events, lambda e: e is first, lambda e: dict(e, code=-9)))
+    add(name, f"{first['replica']} never stopped", [e for e in events if e is not first])
+    add(name, "a teardown problem", events + [{
+        "t": max(e["t"] for e in events), "kind": "teardown_problem",
+        "error": "holdfast-a exited with 1 after SIGTERM"}])
 
 
 def self_test(events) -> int:
     failures = 0
     base = {n: ok for n, ok, _ in evaluate(events)}
-    for name, doctored in _doctor(events):
+    for name, what, doctored in _doctor(events):
         res = {n: (ok, d) for n, ok, d in evaluate(doctored)}
         caught = not res[name][0]
         if not caught:
             failures += 1
-        print(f"{'ok  ' if caught else 'MISS'} doctored {name}: "
+        print(f"{'ok  ' if caught else 'MISS'} doctored {name} ({what}): "
               f"{'fails' if caught else 'still passes'} ({res[name][1][:160]})")
     print(f"undoctored: {sum(base.values())}/{len(base)} checks pass")
     return 1 if failures else 0

@@ -1,5 +1,8 @@
 """Child processes of a test: started in their own session, logged to files,
-always stopped at teardown (SIGTERM, then SIGKILL)."""
+always stopped at teardown (SIGTERM, then SIGKILL). A process started with
+check_exit (the server under test) must also end well: stopped with SIGTERM
+it exits 0 within the grace period, and it never exits unless the test ended
+it; otherwise teardown fails (ProcessSet.close_all)."""
 
 import os
 import signal
@@ -13,12 +16,16 @@ from typing import Optional, Sequence
 class ManagedProcess:
     """One child process. stderr goes to a log file; stdout either to the same
     file or, with capture_lines, into an in-memory list of lines (each also
-    appended to the log) that tests can poll."""
+    appended to the log) that tests can poll. With check_exit, how it ended
+    is judged (exit_problems)."""
 
     def __init__(self, name: str, argv: Sequence[str], *, log_dir: Path,
                  env: Optional[dict] = None, cwd: Optional[Path] = None,
-                 capture_lines: bool = False):
+                 capture_lines: bool = False, check_exit: bool = False):
         self.name = name
+        self.check_exit = check_exit
+        self.exit_problems: list[str] = []
+        self._ended_by_test = False
         self.argv = [str(a) for a in argv]
         self.log_path = Path(log_dir) / f"{name}.log"
         self._lines: list[str] = []
@@ -72,23 +79,43 @@ class ManagedProcess:
                                                  or not self._reader.is_alive())
 
     def kill(self, sig: int = signal.SIGKILL, wait: float = 10.0) -> int:
-        """Sends `sig` to this process only and waits for it to exit."""
+        """Sends `sig` to this process only and waits for it to exit: the
+        test ends it, whatever the exit code."""
         if self.proc.poll() is None:
+            self._ended_by_test = True
             self.proc.send_signal(sig)
+        else:
+            self._note_own_exit()
         return self.proc.wait(timeout=wait)
 
     def stop(self, grace: float = 5.0) -> Optional[int]:
-        """SIGTERM, then SIGKILL after `grace` seconds. Returns the exit code."""
+        """SIGTERM, then SIGKILL after `grace` seconds. Returns the exit code;
+        with check_exit, anything but exit 0 within the grace is a problem."""
         if self.proc.poll() is None:
+            self._ended_by_test = True
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=grace)
+                code = self.proc.wait(timeout=grace)
+                if code != 0:
+                    self._problem(f"exited with {code} after SIGTERM")
             except subprocess.TimeoutExpired:
+                self._problem(f"still running {grace:g}s after SIGTERM (killed)")
                 self.proc.kill()
                 self.proc.wait(timeout=grace)
+        else:
+            self._note_own_exit()
         if self._reader is not None:
             self._reader.join(timeout=grace)
         return self.proc.returncode
+
+    def _note_own_exit(self) -> None:
+        if not self._ended_by_test:
+            self._ended_by_test = True  # reported once
+            self._problem(f"exited on its own with {self.proc.returncode}")
+
+    def _problem(self, what: str) -> None:
+        if self.check_exit:
+            self.exit_problems.append(f"{self.name} (pid {self.pid}) {what}")
 
     def close(self) -> None:
         self.stop()
@@ -148,8 +175,14 @@ class ProcessSet:
         return proc
 
     def close_all(self) -> None:
+        """Stops every process (newest first), then fails if any process
+        started with check_exit ended badly (each with its log tail)."""
         for proc in reversed(self.processes):
             proc.close()
+        bad = [p for p in self.processes if p.exit_problems]
+        if bad:
+            raise AssertionError("\n\n".join(
+                "; ".join(p.exit_problems) + f"\n{p.log_tail(40)}" for p in bad))
 
 
 def wait_for_file(path: Path, proc: ManagedProcess, timeout: float) -> str:

@@ -131,7 +131,7 @@ class Replica:
             self._extra = list(extra)
         self._ports_file.unlink(missing_ok=True)
         self.proc = self._procs.start(f"holdfast-{self.name}", self.argv(),
-                                      env=self.login.env())
+                                      env=self.login.env(), check_exit=True)
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])
         self.admin = Admin(int(ports["admin"]))

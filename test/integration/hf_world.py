@@ -74,7 +74,7 @@ class Holdfast:
             "--ports-file", self._ports_file,
             "--state-dir", self._state_dir,
             *extra_args,
-        ], env=environ_without_grpc())
+        ], env=environ_without_grpc(), check_exit=True)
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])
         if xds_port:

@@ -39,6 +39,9 @@ UNUSED_PORT = 18083
 RECOVER_TIMEOUT = FAILOVER_TIMEOUT
 # How long "not ready" must hold to count: past the grace, with margin.
 NOT_READY_HOLD = GRACE + 3.0
+# holdfast's test hook (src/snapshot/snapshot_file.cc): set, a snapshot write
+# that finds FILE.pause stops halfway, with FILE.paused, for a kill to land.
+PAUSE_HOOK_ENV = "HOLDFAST_TEST_PAUSE_SNAPSHOT_WRITE"
 
 
 # --- fixtures ----------------------------------------------------------------
@@ -340,15 +343,19 @@ def assert_no_ok_and_not_ready(rep: Replica, c: XdsClient) -> None:
 # --- 4. killed while writing its snapshot -----------------------------------------
 
 def test_killed_while_persisting_never_leaves_a_damaged_snapshot(store, backends, procs,
-                                                                 binaries, tmp_path):
+                                                                 binaries, tmp_path,
+                                                                 monkeypatch):
     """A replica is SIGKILLed right after config changes, again and again,
-    at moments that fall inside its snapshot writes. After every kill the
-    snapshot file is absent or whole (checksum good). Restarted with the
-    store silent, it serves that whole snapshot (a client reaches the backend
-    its routes name) or, with no file, is not ready; then live config."""
+    at moments that fall inside its snapshot writes; after every kill the
+    snapshot file is absent or whole (checksum good). Then, deterministically,
+    with holdfast's test hook stopping a write halfway: killed there, the
+    file it had written before is left as it was. Restarted with the store
+    silent, it serves that snapshot (a client reaches the backend its routes
+    name); then live config."""
     s = store
     alpha, beta = backends
     proxy = s.etcd.proxy()
+    monkeypatch.setenv(PAUSE_HOOK_ENV, "1")
     # Extra objects route to gamma (no client calls it): only echo's route
     # names alpha or beta.
     s.apply("objects.yaml", *upstreams(alpha.port, beta.port), upstream("gamma", UNUSED_PORT),
@@ -374,24 +381,37 @@ def test_killed_while_persisting_never_leaves_a_damaged_snapshot(store, backends
         rep.start()
 
     rep.wait_ready()
-    rep.kill()
+    data = wait_snapshot_written(rep)  # a snapshot of `target` is on disk
+    assert routed_backend(check_snapshot_file(data)) == target
+    newer = "beta" if target == "alpha" else "alpha"
+    kill_mid_write(rep, lambda: s.apply("echo.yaml", echo_to(newer)))
+    assert rep.snapshot_file.read_bytes() == data, "the kill mid-write changed the file"
     proxy.set_mode("blackhole")
-    data = rep.snapshot_file.read_bytes() if rep.snapshot_file.exists() else None
     rep.start()
     c = new_client(procs, binaries, tmp_path, rep)
-    if data is None:
-        hold(time.monotonic(), NOT_READY_HOLD, lambda: assert_no_ok_and_not_ready(rep, c))
-    else:
-        expected = routed_backend(check_snapshot_file(data))
-        body = wait_for(lambda: readyz(rep), lambda r: r[0] == 200,
-                        timeout=START_TIMEOUT + GRACE,
-                        what="the replica to serve its persisted snapshot")[1]
-        assert READY_PERSISTED.match(body), body
-        assert store_doc(rep)["serving"] == "persisted"
-        serving(rep, c, expected, timeout=CONVERGE_TIMEOUT, guard=lambda: assert_ready(rep))
+    body = wait_for(lambda: readyz(rep), lambda r: r[0] == 200, timeout=START_TIMEOUT + GRACE,
+                    what="the replica to serve its persisted snapshot")[1]
+    assert READY_PERSISTED.match(body), body
+    assert store_doc(rep)["serving"] == "persisted"
+    serving(rep, c, target, timeout=CONVERGE_TIMEOUT, guard=lambda: assert_ready(rep))
     mark = c.mark()
     proxy.set_mode("pass")
     wait_for(lambda: store_doc(rep), lambda d: d["serving"] == "live" and d["connected"],
              timeout=CONVERGE_TIMEOUT, what="live config after the store is back")
-    serving(rep, c, target, since=mark, timeout=CONVERGE_TIMEOUT,
+    serving(rep, c, newer, since=mark, timeout=CONVERGE_TIMEOUT,
             guard=lambda: assert_ready(rep))
+
+
+def kill_mid_write(rep: Replica, change) -> None:
+    """Asks the replica's snapshot writer to stop halfway through its next
+    write (the test hook), makes `change`, and SIGKILLs the replica once the
+    write has stopped; fails unless the kill landed mid-write."""
+    asked = Path(f"{rep.snapshot_file}.pause")
+    paused = Path(f"{rep.snapshot_file}.paused")
+    asked.touch()
+    change()
+    wait_for(paused.exists, bool, timeout=CONVERGE_TIMEOUT,
+             what=f"{rep.name}'s snapshot write to stop halfway ({paused})")
+    rep.kill()
+    assert paused.exists(), "the write went on before the kill"
+    paused.unlink()

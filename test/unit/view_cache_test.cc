@@ -72,17 +72,47 @@ TEST_F(ViewCacheTest, ChangedFindsUpdatesAdditionsAndRemovalsInBothWalks) {
   EXPECT_EQ(narrow->removed, (std::vector<std::string>{"b"}));
 }
 
+// view_cache.cc sweeps out expired entries whenever the table reaches
+// max(256, twice the entries that survived the last sweep): dead entries
+// never make the table reach that size.
+constexpr size_t kSweepFloor = 256;
+
+// Snapshot `i`, allocated with its control block: its memory stays while an
+// entry's weak pointer to it does, so no later snapshot takes its address
+// (and its dead entries) until the entries are swept.
+SnapshotPtr Distinct(int i) {
+  return std::make_shared<const Snapshot>(*Build({EdsCluster("a"), Endpoints("a", i)}));
+}
+
 TEST_F(ViewCacheTest, EntriesGoWithTheirSnapshots) {
   Selection selection = Named({"a"});
   views_.Changed(before_, after_, kEds, selection);
-  // Enough entries for later snapshots to trigger a sweep.
   before_.reset();
   after_.reset();
+  // One live snapshot at a time: never kSweepFloor entries after a call.
   for (int i = 0; i < 600; ++i) {
-    SnapshotPtr s = Build({EdsCluster("a"), Endpoints("a", i)});
-    views_.Selected(s, kEds, selection);
+    views_.Selected(Distinct(i), kEds, selection);
+    ASSERT_LT(views_.size(), kSweepFloor) << "after snapshot " << i;
   }
-  EXPECT_LT(views_.size(), 600u) << "entries of dead snapshots are swept";
+}
+
+TEST_F(ViewCacheTest, LiveEntriesStayAndDeadOnesStayUnderTwiceTheLive) {
+  Selection selection = Named({"a"});
+  std::vector<SnapshotPtr> live;
+  for (int i = 0; i < 400; ++i) {
+    live.push_back(Distinct(i));
+    views_.Selected(live.back(), kEds, selection);
+  }
+  EXPECT_EQ(views_.size(), 400u) << "no live entry is swept";
+  live.resize(100);
+  // At most 400 survived a sweep, so under 800 entries throughout; once a
+  // sweep has seen only the 100 live, under kSweepFloor.
+  for (int i = 0; i < 1000; ++i) {
+    views_.Selected(Distinct(1000 + i), kEds, selection);
+    ASSERT_LT(views_.size(), 2 * 400u) << "after snapshot " << i;
+  }
+  EXPECT_LT(views_.size(), kSweepFloor);
+  EXPECT_GE(views_.size(), live.size());
 }
 
 }  // namespace

@@ -1,17 +1,18 @@
-// chaos-fleet: many simulated proxies on ADS (state of the world), for the
-// chaos run. Each proxy has its own gRPC connection and ADS stream; like
-// Envoy it asks for clusters and listeners (wildcard), then for the
+// chaos-fleet: many simulated proxies on ADS, state of the world or delta,
+// for the chaos run. Each proxy has its own gRPC connection and ADS stream;
+// like Envoy it asks for clusters and listeners (wildcard), then for the
 // endpoints its clusters name and the route configurations its listeners
 // name, and ACKs every response. When a stream fails it reconnects to the
 // next target (as a load balancer in front of the replicas would send it).
 //
 //	chaos-fleet --targets 127.0.0.1:P1,127.0.0.1:P2 --gen-cluster chaos/gen
 //
-// Commands on stdin, one a line: "add N [TARGET_INDEX]" starts N proxies
-// (on targets round-robin, or all on TARGET_INDEX); "quit" ends every stream
+// Commands on stdin, one a line: "add N [TARGET_INDEX [PROTO]]" starts N
+// proxies (on targets round-robin, or all on TARGET_INDEX unless it is -1)
+// speaking PROTO, "sotw" (the default) or "delta"; "quit" ends every stream
 // and exits. Events on stdout, one JSON object a line, `t` in Unix seconds:
 //
-//	{"ev":"connect","p":ID,"target":I,"t":T}      stream opened
+//	{"ev":"connect","p":ID,"target":I,"proto":P,"t":T}  stream opened
 //	{"ev":"complete","p":ID,"target":I,"t":T,"gen":G}  all four types ACKed
 //	    in this session and every named EDS/RDS resource received
 //	{"ev":"gen","p":ID,"gen":G,"t":T}             ACKed endpoints of a new generation
@@ -85,6 +86,7 @@ type proxy struct {
 	id     int
 	target int
 	gen    int
+	delta  bool
 }
 
 func main() {
@@ -111,12 +113,13 @@ func main() {
 			if len(f) > 2 {
 				fixed, _ = strconv.Atoi(f[2])
 			}
+			delta := len(f) > 3 && f[3] == "delta"
 			for k := 0; k < n; k++ {
 				tgt := next % len(targets)
 				if fixed >= 0 {
 					tgt = fixed % len(targets)
 				}
-				p := &proxy{id: next, target: tgt, gen: -1}
+				p := &proxy{id: next, target: tgt, gen: -1, delta: delta}
 				next++
 				wg.Add(1)
 				go p.run()
@@ -135,7 +138,11 @@ func (p *proxy) run() {
 	defer wg.Done()
 	backoff := 200 * time.Millisecond
 	for rootCtx.Err() == nil {
-		complete, err := p.session()
+		session := p.session
+		if p.delta {
+			session = p.deltaSession
+		}
+		complete, err := session()
 		if rootCtx.Err() != nil {
 			return
 		}
@@ -156,10 +163,27 @@ func (p *proxy) run() {
 	}
 }
 
-func (p *proxy) session() (complete bool, err error) {
-	conn, err := grpc.NewClient("passthrough:///"+targets[p.target],
+func (p *proxy) dial() (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+targets[p.target],
 		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithNoProxy(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<28)))
+}
+
+func (p *proxy) node() *corev3.Node {
+	return &corev3.Node{Id: fmt.Sprintf("%s-%05d", nodePrefix, p.id), Cluster: "chaos"}
+}
+
+func newStates() map[string]*typeState {
+	states := map[string]*typeState{}
+	for _, tu := range []string{typeCDS, typeEDS, typeLDS, typeRDS} {
+		states[tu] = &typeState{held: map[string]bool{}}
+	}
+	return states
+}
+
+// session runs one state-of-the-world ADS stream until it fails.
+func (p *proxy) session() (complete bool, err error) {
+	conn, err := p.dial()
 	if err != nil {
 		return false, err
 	}
@@ -170,11 +194,8 @@ func (p *proxy) session() (complete bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	node := &corev3.Node{Id: fmt.Sprintf("%s-%05d", nodePrefix, p.id), Cluster: "chaos"}
-	states := map[string]*typeState{}
-	for _, tu := range []string{typeCDS, typeEDS, typeLDS, typeRDS} {
-		states[tu] = &typeState{held: map[string]bool{}}
-	}
+	node := p.node()
+	states := newStates()
 	send := func(tu string) error {
 		s := states[tu]
 		req := &discoveryv3.DiscoveryRequest{TypeUrl: tu, VersionInfo: s.version,
@@ -188,7 +209,7 @@ func (p *proxy) session() (complete bool, err error) {
 	if err := send(typeLDS); err != nil {
 		return false, err
 	}
-	emit(map[string]any{"ev": "connect", "p": p.id, "target": p.target, "t": now()})
+	p.connected()
 	for {
 		resp, err := st.Recv()
 		if err != nil {
@@ -250,16 +271,31 @@ func (p *proxy) session() (complete bool, err error) {
 		if err := send(tu); err != nil {
 			return complete, err
 		}
-		t := now()
-		if tu == typeEDS && gen >= 0 && gen != p.gen {
-			p.gen = gen
-			emit(map[string]any{"ev": "gen", "p": p.id, "gen": gen, "t": t, "target": p.target})
-		}
-		if !complete && allHeld(states) {
-			complete = true
-			emit(map[string]any{"ev": "complete", "p": p.id, "target": p.target, "t": t, "gen": p.gen})
-		}
+		complete = p.acked(tu, gen, states, complete)
 	}
+}
+
+func (p *proxy) connected() {
+	proto := "sotw"
+	if p.delta {
+		proto = "delta"
+	}
+	emit(map[string]any{"ev": "connect", "p": p.id, "target": p.target, "proto": proto, "t": now()})
+}
+
+// acked reports what a response of type tu, just ACKed, changed: a new
+// generation (gen >= 0 from the generation cluster), the session complete.
+func (p *proxy) acked(tu string, gen int, states map[string]*typeState, complete bool) bool {
+	t := now()
+	if tu == typeEDS && gen >= 0 && gen != p.gen {
+		p.gen = gen
+		emit(map[string]any{"ev": "gen", "p": p.id, "gen": gen, "t": t, "target": p.target})
+	}
+	if !complete && allHeld(states) {
+		complete = true
+		emit(map[string]any{"ev": "complete", "p": p.id, "target": p.target, "t": t, "gen": p.gen})
+	}
+	return complete
 }
 
 func allHeld(states map[string]*typeState) bool {
