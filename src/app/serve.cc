@@ -21,6 +21,7 @@
 #include "src/snapshot/last_known_good.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
+#include "src/source/config_kube.h"
 #include "src/source/xds_directory.h"
 #include "src/status/status_writer.h"
 
@@ -224,11 +225,13 @@ int RunServe(const ServeOptions& options) {
     LogError("%s", grouper.status().message());
     return 2;
   }
-  int sources = !options.xds_dir.empty() + !options.config_dir.empty() + options.etcd.enabled();
+  int sources = !options.xds_dir.empty() + !options.config_dir.empty() + options.etcd.enabled() +
+                options.kube.enabled();
   if (sources != 1) {
     LogError(
         "pass exactly one of --config-dir DIR (gateway objects), --etcd-endpoints URL,... "
-        "(gateway objects in etcd) or --xds-dir DIR (raw Envoy resources)");
+        "(gateway objects in etcd), --kubeconfig PATH | --in-cluster (gateway objects in "
+        "Kubernetes) or --xds-dir DIR (raw Envoy resources)");
     return 2;
   }
 
@@ -244,6 +247,8 @@ int RunServe(const ServeOptions& options) {
   std::unique_ptr<XdsDirectorySource> xds_source;
   std::unique_ptr<ConfigDirectorySource> directory_source;
   std::unique_ptr<EtcdDeployment> etcd;
+  std::unique_ptr<KubeClient> kube_client;
+  std::unique_ptr<KubeConfigSource> kube_source;
   ConfigSource* config_source = nullptr;
   std::function<nlohmann::json()> status_json;
   std::map<std::string, std::function<nlohmann::json()>> pages;
@@ -263,6 +268,22 @@ int RunServe(const ServeOptions& options) {
     loaded = directory_source->Reload();
     directory_source->Start();
     config_source = directory_source.get();
+  } else if (options.kube.enabled()) {
+    absl::StatusOr<std::unique_ptr<KubeClient>> client = ConnectKube(options.kube, clock);
+    if (!client.ok()) {
+      LogError("%s", client.status().message());
+      return 2;
+    }
+    kube_client = std::move(*client);
+    KubeConfigSource::Options source_options;
+    source_options.namespaces = options.kube.watch_namespaces;
+    source_options.translator.missing_upstream_status = options.missing_upstream_status;
+    kube_source = std::make_unique<KubeConfigSource>(source_options, kube_client.get(), clock,
+                                                     random, &metrics, publish);
+    kube_source->Start();
+    config_source = kube_source.get();
+    LogInfo("kubernetes: reading holdfast.dev/v1 objects from %s (%s)",
+            kube_client->config().server, kube_client->config().origin);
   } else {
     absl::StatusOr<std::unique_ptr<EtcdDeployment>> started =
         StartEtcd(options, clock, random, &metrics, publish);
@@ -384,6 +405,7 @@ int RunServe(const ServeOptions& options) {
   if (xds_source) xds_source->Stop();
   if (directory_source) directory_source->Stop();
   if (etcd) etcd->Stop();
+  if (kube_source) kube_source->Stop();
   last_good.Stop();
   (*xds)->Shutdown(absl::Seconds(1));
   metrics.RemoveCollector(collector);
