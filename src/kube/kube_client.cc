@@ -69,6 +69,7 @@ struct KubeClient::Call {
   std::string method = "GET";
   std::string path;
   std::string request_body;
+  std::string content_type = "application/json";
   absl::Duration deadline;     // for the whole call; for a watch, until it opens
   absl::Duration stall_after;  // a watch: silence that ends it (0: not a watch)
 
@@ -175,7 +176,8 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
   std::string url = config_.server + call.path;
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
-  if (!call.request_body.empty()) headers = curl_slist_append(headers, "Content-Type: application/json");
+  std::string content_type = absl::StrCat("Content-Type: ", call.content_type);
+  if (!call.request_body.empty()) headers = curl_slist_append(headers, content_type.c_str());
   std::string auth = absl::StrCat("Authorization: Bearer ", *token);
   if (!token->empty()) headers = curl_slist_append(headers, auth.c_str());
 
@@ -280,10 +282,11 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
   return outcome;
 }
 
-absl::StatusOr<nlohmann::json> KubeClient::JsonCall(const std::string& method,
-                                                    const std::string& path,
-                                                    const std::string& body) {
+absl::StatusOr<nlohmann::json> KubeClient::Send(const std::string& method,
+                                                const std::string& path, const std::string& body,
+                                                const std::string& content_type) {
   Call call;
+  call.content_type = content_type;
   call.method = method;
   call.path = path;
   call.request_body = body;
@@ -305,7 +308,7 @@ absl::StatusOr<KubeList> KubeClient::List(const KubeResource& resource, const st
   do {
     std::string path = absl::StrCat(resource.Path(ns), "?limit=", options_.page_size);
     if (!next.empty()) absl::StrAppend(&path, "&continue=", Escape(next));
-    absl::StatusOr<nlohmann::json> page = JsonCall("GET", path, "");
+    absl::StatusOr<nlohmann::json> page = Send("GET", path, "");
     if (!page.ok()) return page.status();
     const nlohmann::json& meta = (*page)["metadata"];
     if (list.resource_version.empty() && meta.is_object()) {
@@ -343,7 +346,7 @@ absl::Status KubeClient::Watch(const KubeResource& resource, const KubeWatchRequ
 
 absl::StatusOr<nlohmann::json> KubeClient::Get(const KubeResource& resource, const std::string& ns,
                                                const std::string& name) {
-  return JsonCall("GET", absl::StrCat(resource.Path(ns), "/", name), "");
+  return Send("GET", absl::StrCat(resource.Path(ns), "/", name), "");
 }
 
 absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& resource,
@@ -353,7 +356,7 @@ absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& reso
     return absl::InvalidArgumentError("UpdateStatus: the object has no metadata.name");
   }
   std::string ns = meta.value("namespace", "");
-  return JsonCall("PUT", absl::StrCat(resource.Path(ns), "/", meta["name"].get<std::string>(), "/status"),
+  return Send("PUT", absl::StrCat(resource.Path(ns), "/", meta["name"].get<std::string>(), "/status"),
                   object.dump());
 }
 

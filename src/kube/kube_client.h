@@ -46,6 +46,13 @@ class KubeClient : public KubeApi {
   absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
                                               const nlohmann::json& object) override;
 
+  // Any request, for tools and tests (e.g. server-side apply: PATCH with
+  // application/apply-patch+yaml); the answer's JSON, or its error mapped
+  // as KubeApi says.
+  absl::StatusOr<nlohmann::json> Send(const std::string& method, const std::string& path,
+                                      const std::string& body,
+                                      const std::string& content_type = "application/json");
+
   const KubeConfig& config() const { return config_; }
 
   struct Call;  // one transfer's state (kube_client.cc)
@@ -56,8 +63,6 @@ class KubeClient : public KubeApi {
   // the answer; returns the transfer's own failure (connection, deadline,
   // stop), not the HTTP status.
   absl::Status Perform(Call& call, const absl::Notification* stop);
-  absl::StatusOr<nlohmann::json> JsonCall(const std::string& method, const std::string& path,
-                                          const std::string& body);
 
   const KubeConfig config_;
   const Options options_;
