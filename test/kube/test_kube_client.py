@@ -37,13 +37,16 @@ def install(kube) -> None:
     kube.admin.apply([REPO / "deploy/namespace.yaml", REPO / "deploy/rbac.yaml"])
 
 
-def run_gtest(path: Path, env: dict, gtest_filter: str, timeout: float = 300):
+def run_gtest(path: Path, env: dict, gtest_filter: str, timeout: float = 300,
+              allowed_skips: frozenset = frozenset()):
     r = subprocess.run([str(path), f"--gtest_filter={gtest_filter}", "--gtest_brief=0"],
                        env={**os.environ, **env}, capture_output=True, text=True,
                        timeout=timeout)
     print(r.stdout[-6000:], r.stderr[-3000:])
     assert r.returncode == 0, f"{path.name} failed:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}"
-    assert "SKIPPED" not in r.stdout.split("tests ran")[-1], r.stdout[-3000:]
+    skipped = {line.split("] ", 1)[1].split(" (")[0]
+               for line in r.stdout.splitlines() if line.startswith("[  SKIPPED ] ") and "(" in line}
+    assert skipped == set(allowed_skips), r.stdout[-3000:]
     return r
 
 
@@ -79,4 +82,10 @@ def test_source_conformance(kube):
     install(kube)
     env = {"HOLDFAST_TEST_KUBECONFIG": str(kube.kubeconfig("admin")),
            "HOLDFAST_TEST_KUBECONFIG_HOLDFAST": str(kube.kubeconfig("holdfast"))}
-    run_gtest(binary("config_source_conformance_test"), env, "*Kubernetes*")
+    # Two cases store text the API server itself refuses (not YAML; a port
+    # its schema forbids); ValueTheStoreAdmitsButTheDecoderRejects is their
+    # counterpart for this store.
+    run_gtest(binary("config_source_conformance_test"), env, "*Kubernetes*",
+              allowed_skips=frozenset({
+                  "Kube/ConfigSourceConformance.InvalidChangeIsRejectedAndLastGoodKept/Kubernetes",
+                  "Kube/ConfigSourceConformance.UnparsableTextIsRejectedWithItsLocation/Kubernetes"}))
