@@ -20,7 +20,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-pytest python3-yaml curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev ccache
-  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   nodejs npm golang-go
   iproute2 iptables procps openssl

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--ports-file", serve.ports_file,
                         "Write {\"xds\":PORT,\"admin\":PORT} here once listening");
   holdfast::AddEtcdFlags(serve_cmd, &serve.etcd, /*required=*/false);
+  holdfast::AddKubeFlags(serve_cmd, &serve.kube);
   serve_cmd->add_option("--replica-id", serve.replica_id,
                         "This replica's name in leader election and status writes (default: host name)");
   serve_cmd->add_option("--lease-duration", serve.lease_duration, "Leader lease")->capture_default_str();

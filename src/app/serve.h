@@ -4,6 +4,7 @@
 
 #include "src/admin/admin_options.h"
 #include "src/app/etcd_flags.h"
+#include "src/app/kube_flags.h"
 #include "src/xds/xds_server.h"
 
 namespace holdfast {
@@ -12,6 +13,7 @@ struct ServeOptions {
   std::string config_dir;  // gateway objects (the embedded default source)
   std::string xds_dir;     // raw Envoy resources to serve, instead of config_dir
   EtcdFlags etcd;          // gateway objects in etcd, instead of config_dir
+  KubeFlags kube;          // gateway objects as Kubernetes custom resources, instead of config_dir
   std::string replica_id;  // default: the host name
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";

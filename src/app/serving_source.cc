@@ -5,10 +5,12 @@
 #include "absl/strings/str_join.h"
 #include "src/admin/admin_server.h"
 #include "src/common/log.h"
+#include "src/app/kube_flags.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
+#include "src/source/config_kube.h"
 #include "src/source/xds_directory.h"
 #include "src/status/status_writer.h"
 
@@ -181,23 +183,62 @@ absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, c
   return etcd;
 }
 
+// Gateway objects from the Kubernetes API (--kubeconfig, --in-cluster). No
+// election yet: every replica reads and serves; statuses are not written.
+class Kube : public ServingSource {
+ public:
+  static absl::StatusOr<std::unique_ptr<Kube>> Start(const ServeOptions& options,
+                                                     const Clock& clock, Random& random,
+                                                     MetricsRegistry* metrics,
+                                                     std::function<void(SnapshotPtr)> publish) {
+    absl::StatusOr<std::unique_ptr<KubeClient>> client = ConnectKube(options.kube, clock);
+    if (!client.ok()) return client.status();
+    auto kube = std::unique_ptr<Kube>(new Kube());
+    kube->client_ = *std::move(client);
+    KubeConfigSource::Options source_options;
+    source_options.namespaces = options.kube.watch_namespaces;
+    source_options.translator.missing_upstream_status = options.missing_upstream_status;
+    kube->source_ = std::make_unique<KubeConfigSource>(source_options, kube->client_.get(), clock,
+                                                       random, metrics, std::move(publish));
+    kube->source_->Start();
+    LogInfo("kubernetes: reading holdfast.dev/v1 objects from %s (%s)",
+            kube->client_->config().server, kube->client_->config().origin);
+    return kube;
+  }
+  const ConfigSource* config_source() const override { return source_.get(); }
+  nlohmann::json StatusJson() const override { return StatusesToJson(source_->statuses()); }
+  void Stop() override { source_->Stop(); }
+
+ private:
+  Kube() = default;
+  std::unique_ptr<KubeClient> client_;
+  std::unique_ptr<KubeConfigSource> source_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServingSource>> StartServingSource(
     const ServeOptions& options, const Clock& clock, Random& random, MetricsRegistry* metrics,
     std::function<void(SnapshotPtr)> publish) {
-  const int sources =
-      !options.xds_dir.empty() + !options.config_dir.empty() + options.etcd.enabled();
+  const int sources = !options.xds_dir.empty() + !options.config_dir.empty() +
+                      options.etcd.enabled() + options.kube.enabled();
   if (sources != 1) {
     return absl::InvalidArgumentError(
         "pass exactly one of --config-dir DIR (gateway objects), --etcd-endpoints URL,... "
-        "(gateway objects in etcd) or --xds-dir DIR (raw Envoy resources)");
+        "(gateway objects in etcd), --kubeconfig PATH | --in-cluster (gateway objects in "
+        "Kubernetes) or --xds-dir DIR (raw Envoy resources)");
   }
   if (!options.xds_dir.empty()) {
     return std::make_unique<XdsDirectory>(options, clock, metrics, std::move(publish));
   }
   if (!options.config_dir.empty()) {
     return std::make_unique<ConfigDirectory>(options, clock, metrics, std::move(publish));
+  }
+  if (options.kube.enabled()) {
+    absl::StatusOr<std::unique_ptr<Kube>> kube =
+        Kube::Start(options, clock, random, metrics, std::move(publish));
+    if (!kube.ok()) return kube.status();
+    return std::unique_ptr<ServingSource>(std::move(*kube));
   }
   absl::StatusOr<std::unique_ptr<Etcd>> etcd =
       Etcd::Start(options, clock, random, metrics, std::move(publish));

@@ -1,0 +1,168 @@
+#include "src/source/config_kube.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "src/common/log.h"
+#include "src/model/types.h"
+
+namespace holdfast {
+
+std::vector<KubeResource> HoldfastResources() {
+  return {
+      {"holdfast.dev", "v1", "gateways", "Gateway"},
+      {"holdfast.dev", "v1", "virtualservices", "VirtualService"},
+      {"holdfast.dev", "v1", "routetables", "RouteTable"},
+      {"holdfast.dev", "v1", "upstreams", "Upstream"},
+  };
+}
+
+std::string KubeLocation(const std::string& kind, const std::string& ns, const std::string& name) {
+  return absl::StrCat("kubernetes:", kind, "/", ns, "/", name);
+}
+
+KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& clock,
+                                   Random& random, MetricsRegistry* metrics,
+                                   std::function<void(SnapshotPtr)> publish)
+    : options_(std::move(options)),
+      clock_(clock),
+      pipeline_("kubernetes", options_.translator, clock, metrics, std::move(publish)),
+      metrics_(metrics) {
+  std::vector<std::string> namespaces = options_.namespaces;
+  if (namespaces.empty()) namespaces.push_back("");
+  for (const KubeResource& resource : HoldfastResources()) {
+    for (const std::string& ns : namespaces) {
+      Reflector::Options reflector;
+      reflector.resource = resource;
+      reflector.ns = ns;
+      reflector.watch_timeout = options_.watch_timeout;
+      reflector.min_backoff = options_.min_backoff;
+      reflector.max_backoff = options_.max_backoff;
+      reflectors_.push_back(std::make_unique<Reflector>(reflector, api, clock, random, [this] {
+        {
+          absl::MutexLock lock(&mu_);
+          dirty_ = true;
+        }
+        applier_.Wake();
+      }));
+    }
+  }
+  collector_ = metrics_->AddCollector([this](MetricWriter& out) {
+    SourceHealth now = health();
+    out.Sample("holdfast_store_connected", "1 while the config store answers", "gauge", {},
+               now.connected ? 1 : 0);
+  });
+}
+
+KubeConfigSource::~KubeConfigSource() {
+  Stop();
+  metrics_->RemoveCollector(collector_);
+}
+
+void KubeConfigSource::Start() {
+  for (auto& reflector : reflectors_) reflector->Start();
+  applier_.Start(options_.apply_interval, [this] { ApplyIfChanged(); });
+}
+
+void KubeConfigSource::Stop() {
+  for (auto& reflector : reflectors_) reflector->Stop();
+  applier_.Stop();
+}
+
+SourceHealth KubeConfigSource::health() const {
+  SourceHealth health;
+  health.connected = true;
+  health.synced_once = applied_once_;
+  for (const auto& reflector : reflectors_) {
+    Reflector::Health h = reflector->health();
+    int64_t version = 0;
+    if (absl::SimpleAtoi(h.resource_version, &version)) {
+      health.revision = std::max(health.revision, version);
+    }
+    if (health.last_contact == absl::Time() || h.last_contact < health.last_contact) {
+      health.last_contact = h.last_contact;
+    }
+    if (!h.connected && health.connected) {
+      health.connected = false;
+      health.last_error = absl::StrCat(reflector->options().resource.resource, ": ", h.last_error);
+      health.disconnected_since = h.disconnected_since;
+      if (h.refused) health.access_error = h.last_error;
+    }
+  }
+  return health;
+}
+
+std::string KubeConfigSource::DecoderText(const nlohmann::json& object) {
+  nlohmann::json meta = nlohmann::json::object();
+  const nlohmann::json& from = object["metadata"];
+  for (const char* field : {"name", "namespace", "labels"}) {
+    if (from.is_object() && from.contains(field)) meta[field] = from[field];
+  }
+  nlohmann::json doc = {{"apiVersion", object.value("apiVersion", "")},
+                        {"kind", object.value("kind", "")},
+                        {"metadata", meta}};
+  if (object.contains("spec")) doc["spec"] = object["spec"];
+  return doc.dump();
+}
+
+void KubeConfigSource::AddObject(const KubeObject& object, const DecodedFile& decoded,
+                                 TranslationInput* input) {
+  const std::string kind = object.object.value("kind", "");
+  const ObjectKey key{kind, object.ns, object.name};
+  const SourceLocation at{KubeLocation(kind, object.ns, object.name), 0};
+  std::vector<FieldError>& invalid = input->invalid[key];
+  if (decoded.syntax_error) {
+    invalid.push_back(FieldError{"", decoded.syntax_error->message, at});
+  } else if (decoded.objects.size() != 1) {
+    invalid.push_back(FieldError{"", "cannot be decoded", at});
+  } else {
+    const DecodedObject& one = decoded.objects.front();
+    if (one.object && one.key && *one.key == key) {
+      GatewayObject gateway_object = *one.object;
+      gateway_object.meta.location = at;
+      input->objects.emplace(key, std::move(gateway_object));
+    } else {
+      // The JSON has no useful line numbers: the field path says where.
+      for (FieldError error : one.errors.errors()) {
+        error.location = at;
+        invalid.push_back(std::move(error));
+      }
+      if (invalid.empty()) invalid.push_back(FieldError{"", "cannot be decoded", at});
+    }
+  }
+  if (invalid.empty()) input->invalid.erase(key);
+}
+
+void KubeConfigSource::ApplyIfChanged() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!dirty_) return;
+  }
+  for (const auto& reflector : reflectors_) {
+    if (!reflector->health().synced) return;  // a partial set would withdraw a kind
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    dirty_ = false;
+  }
+  TranslationInput input;
+  std::map<std::string, std::pair<std::string, DecodedFile>> decoded;
+  for (const auto& reflector : reflectors_) {
+    for (const auto& [name, object] : reflector->objects()) {
+      const std::string location =
+          KubeLocation(object->object.value("kind", ""), object->ns, object->name);
+      auto cached = decoded_.find(location);
+      if (cached != decoded_.end() && cached->second.first == object->resource_version) {
+        decoded.emplace(location, std::move(cached->second));
+      } else {
+        decoded.emplace(location, std::pair{object->resource_version,
+                                            DecodeObjects(DecoderText(object->object), location)});
+      }
+      AddObject(*object, decoded.at(location).second, &input);
+    }
+  }
+  decoded_ = std::move(decoded);
+  (void)pipeline_.Apply(input, {});
+  applied_once_ = true;
+}
+
+}  // namespace holdfast

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/common/poller.h"
+#include "src/common/random.h"
+#include "src/kube/kube_api.h"
+#include "src/kube/reflector.h"
+#include "src/model/decode.h"
+#include "src/source/config_pipeline.h"
+#include "src/source/config_source.h"
+
+namespace holdfast {
+
+// The four kinds of holdfast.dev/v1 as API resources.
+std::vector<KubeResource> HoldfastResources();
+
+// Where statuses say an API object is: "kubernetes:KIND/NAMESPACE/NAME".
+std::string KubeLocation(const std::string& kind, const std::string& ns, const std::string& name);
+
+// Gateway objects stored as holdfast.dev/v1 custom resources, translated
+// into snapshots (docs/kubernetes.md).
+//
+// A Reflector per kind (and per watched namespace) keeps a copy of the
+// objects; an apply loop decodes each object through the same decoder as
+// files (apiVersion, kind, metadata name/namespace/labels and spec, as
+// JSON; decoded again only when its resourceVersion changes) and
+// translates the whole set. Nothing is translated until every reflector
+// has listed once: a partial set would withdraw the kinds not yet read.
+// An object that does not decode is Rejected and its last accepted version
+// stays in service. API server failures never stop the source: reflectors
+// retry with backoff and keep what they hold, and health() says the store
+// is unreachable.
+class KubeConfigSource : public ConfigSource {
+ public:
+  struct Options {
+    std::vector<std::string> namespaces;  // empty: all namespaces
+    TranslatorOptions translator;
+    absl::Duration watch_timeout = absl::Seconds(30);
+    absl::Duration min_backoff = absl::Milliseconds(200);
+    absl::Duration max_backoff = absl::Seconds(5);
+    // How often the apply loop looks for changes when not woken.
+    absl::Duration apply_interval = absl::Milliseconds(200);
+  };
+
+  KubeConfigSource(Options options, KubeApi* api, const Clock& clock, Random& random,
+                   MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish);
+  ~KubeConfigSource() override;
+
+  void Start() override;
+  void Stop() override;
+  StatusMap statuses() const override { return pipeline_.statuses(); }
+  SourceHealth health() const override;
+  void OnStatuses(std::function<void(const StatusMap&)> listener) override {
+    pipeline_.OnStatuses(std::move(listener));
+  }
+
+  // Translates what the reflectors hold if it changed (the apply loop's
+  // step; public for tests).
+  void ApplyIfChanged();
+
+  // Adds one API object to `input`, decoded, or says why it cannot be used.
+  static void AddObject(const KubeObject& object, const DecodedFile& decoded,
+                        TranslationInput* input);
+  // The text the decoder reads for an API object: its identity and spec as
+  // JSON, without the fields the API server sets.
+  static std::string DecoderText(const nlohmann::json& object);
+
+ private:
+  const Options options_;
+  const Clock& clock_;
+  ConfigPipeline pipeline_;  // the apply thread only
+  MetricsRegistry* metrics_;
+  int collector_ = 0;
+  std::vector<std::unique_ptr<Reflector>> reflectors_;
+  Poller applier_;
+
+  absl::Mutex mu_;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> applied_once_ = false;
+  // The apply thread only: decoded objects by location, reused while the
+  // object's resourceVersion holds.
+  std::map<std::string, std::pair<std::string, DecodedFile>> decoded_;
+};
+
+}  // namespace holdfast

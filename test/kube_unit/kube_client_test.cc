@@ -1,0 +1,281 @@
+// KubeClient against a real kube-apiserver. Run by test/kube/test_kube_client.py,
+// which starts the API server, applies holdfast's CRDs and RBAC and passes:
+//   HOLDFAST_TEST_KUBECONFIG           the admin's kubeconfig
+//   HOLDFAST_TEST_KUBECONFIG_HOLDFAST  the least-privileged holdfast user's
+//   HOLDFAST_TEST_KUBECONFIG_PROXY     the admin's, through a fault proxy
+//   HOLDFAST_TEST_STALL_SIGNAL         a file the stall test writes once its
+//                                      watch is open; the driver then
+//                                      blackholes the proxy
+// Skipped when those are not set.
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "src/kube/kube_client.h"
+
+namespace holdfast {
+namespace {
+
+const KubeResource kUpstreams{"holdfast.dev", "v1", "upstreams", "Upstream"};
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::unique_ptr<KubeClient> Connect(const char* env, KubeClient::Options options = {}) {
+  std::string path = Env(env);
+  if (path.empty()) return nullptr;
+  absl::StatusOr<KubeConfig> config = LoadKubeconfig({.path = path});
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<KubeClient>> client =
+      KubeClient::Create(*config, options, Clock::Real());
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? std::move(*client) : nullptr;
+}
+
+nlohmann::json Upstream(const std::string& ns, const std::string& name, int port) {
+  return {{"apiVersion", "holdfast.dev/v1"},
+          {"kind", "Upstream"},
+          {"metadata", {{"namespace", ns}, {"name", name}}},
+          {"spec", {{"hosts", {{{"address", "192.0.2.1"}, {"port", port}}}}}}};
+}
+
+class KubeClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    admin_ = Connect("HOLDFAST_TEST_KUBECONFIG");
+    if (admin_ == nullptr) GTEST_SKIP() << "HOLDFAST_TEST_KUBECONFIG is not set";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    ns_ = absl::AsciiStrToLower(absl::StrCat("client-", info->name()));
+    ns_ = ns_.substr(0, 60);
+    ASSERT_TRUE(admin_
+                    ->Send("PATCH", absl::StrCat("/api/v1/namespaces/", ns_, "?fieldManager=test"),
+                           nlohmann::json{{"apiVersion", "v1"},
+                                          {"kind", "Namespace"},
+                                          {"metadata", {{"name", ns_}}}}
+                               .dump(),
+                           "application/apply-patch+yaml")
+                    .ok());
+  }
+
+  nlohmann::json Apply(const nlohmann::json& object) {
+    const std::string name = object["metadata"]["name"];
+    absl::StatusOr<nlohmann::json> stored = admin_->Send(
+        "PATCH", absl::StrCat(kUpstreams.Path(ns_), "/", name, "?fieldManager=test&force=true"),
+        object.dump(), "application/apply-patch+yaml");
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    return stored.ok() ? *stored : nlohmann::json();
+  }
+  void Delete(const std::string& name) {
+    ASSERT_TRUE(admin_->Send("DELETE", absl::StrCat(kUpstreams.Path(ns_), "/", name), "").ok());
+  }
+
+  // Watches from `version` on a thread of its own until `count` events came.
+  std::vector<KubeWatchEvent> Collect(const std::string& version, size_t count,
+                                      absl::Duration timeout = absl::Seconds(30)) {
+    std::vector<KubeWatchEvent> events;
+    absl::Notification stop;
+    KubeWatchRequest request{.ns = ns_, .resource_version = version, .timeout = timeout};
+    absl::Status ended = admin_->Watch(
+        kUpstreams, request, [] {},
+        [&](const KubeWatchEvent& e) {
+          if (e.type == KubeWatchEvent::Type::kBookmark) return;
+          events.push_back(e);
+          if (events.size() == count) stop.Notify();
+        },
+        &stop);
+    EXPECT_TRUE(ended.ok() || absl::IsCancelled(ended)) << ended;
+    return events;
+  }
+
+  std::unique_ptr<KubeClient> admin_;
+  std::string ns_;
+};
+
+TEST_F(KubeClientTest, ListsWithAVersionAndResumesFromIt) {
+  Apply(Upstream(ns_, "a", 1));
+  Apply(Upstream(ns_, "b", 2));
+  absl::StatusOr<KubeList> list = admin_->List(kUpstreams, ns_);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(list->items[0]["kind"], "Upstream");
+  EXPECT_FALSE(list->resource_version.empty());
+
+  // Changes after the listing, then a watch from its version: exactly
+  // those changes, in order.
+  Apply(Upstream(ns_, "a", 10));
+  Apply(Upstream(ns_, "c", 3));
+  Delete("b");
+  std::vector<KubeWatchEvent> events = Collect(list->resource_version, 3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].type, KubeWatchEvent::Type::kModified);
+  EXPECT_EQ(events[0].object["spec"]["hosts"][0]["port"], 10);
+  EXPECT_EQ(events[1].type, KubeWatchEvent::Type::kAdded);
+  EXPECT_EQ(events[1].object["metadata"]["name"], "c");
+  EXPECT_EQ(events[2].type, KubeWatchEvent::Type::kDeleted);
+  EXPECT_EQ(events[2].object["metadata"]["name"], "b");
+}
+
+TEST_F(KubeClientTest, ListsInPagesAcrossNamespaces) {
+  for (int i = 0; i < 7; ++i) Apply(Upstream(ns_, absl::StrCat("u", i), 80 + i));
+  KubeClient::Options options;
+  options.page_size = 3;
+  std::unique_ptr<KubeClient> paged = Connect("HOLDFAST_TEST_KUBECONFIG", options);
+  absl::StatusOr<KubeList> list = paged->List(kUpstreams, "");
+  ASSERT_TRUE(list.ok()) << list.status();
+  int mine = 0;
+  for (const auto& item : list->items) mine += item["metadata"]["namespace"] == ns_;
+  EXPECT_EQ(mine, 7);
+}
+
+TEST_F(KubeClientTest, WatchEndsWithABookmarkAtItsTimeout) {
+  absl::StatusOr<KubeList> list = admin_->List(kUpstreams, ns_);
+  ASSERT_TRUE(list.ok());
+  std::vector<KubeWatchEvent> events;
+  absl::Notification opened;
+  // A change elsewhere moves the server's version past the watcher's: the
+  // bookmark is how this watcher learns it without an event of its own.
+  std::thread elsewhere([&] {
+    opened.WaitForNotification();
+    nlohmann::json other = Upstream("default", ns_.substr(0, 50) + "-bm", 1);
+    EXPECT_TRUE(admin_
+                    ->Send("PATCH",
+                           absl::StrCat(kUpstreams.Path("default"), "/", ns_.substr(0, 50),
+                                        "-bm?fieldManager=test&force=true"),
+                           other.dump(), "application/apply-patch+yaml")
+                    .ok());
+  });
+  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
+                           .timeout = absl::Seconds(8)};
+  absl::Status ended = admin_->Watch(
+      kUpstreams, request, [&] { opened.Notify(); },
+      [&](const KubeWatchEvent& e) { events.push_back(e); }, nullptr);
+  elsewhere.join();
+  EXPECT_TRUE(ended.ok()) << ended;  // the server's timeout: a normal end
+  ASSERT_FALSE(events.empty()) << "the server sends a bookmark before a watch's deadline";
+  EXPECT_EQ(events.back().type, KubeWatchEvent::Type::kBookmark);
+  EXPECT_GT(std::stoll(events.back().object["metadata"]["resourceVersion"].get<std::string>()),
+            std::stoll(list->resource_version));
+}
+
+TEST_F(KubeClientTest, TooOldVersionIsGone) {
+  Apply(Upstream(ns_, "a", 1));
+  // Older than anything the watch cache holds.
+  KubeWatchRequest request{.ns = ns_, .resource_version = "1", .timeout = absl::Seconds(10)};
+  absl::Status ended = admin_->Watch(kUpstreams, request, [] {}, [](const KubeWatchEvent&) {}, nullptr);
+  EXPECT_TRUE(IsGone(ended)) << ended;
+}
+
+TEST_F(KubeClientTest, StopEndsAWatchPromptly) {
+  absl::StatusOr<KubeList> list = admin_->List(kUpstreams, ns_);
+  ASSERT_TRUE(list.ok());
+  absl::Notification stop, opened;
+  std::thread stopper([&] {
+    opened.WaitForNotification();
+    stop.Notify();
+  });
+  const absl::Time start = absl::Now();
+  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
+                           .timeout = absl::Minutes(5)};
+  absl::Status ended = admin_->Watch(
+      kUpstreams, request, [&] { opened.Notify(); }, [](const KubeWatchEvent&) {}, &stop);
+  stopper.join();
+  EXPECT_TRUE(absl::IsCancelled(ended)) << ended;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << "a five-minute watch was stopped";
+}
+
+TEST_F(KubeClientTest, StatusUpdateWithAStaleVersionConflicts) {
+  nlohmann::json stored = Apply(Upstream(ns_, "a", 1));
+  nlohmann::json first = stored;
+  first["status"] = {{"state", "Accepted"}, {"servingLastGood", false}};
+  absl::StatusOr<nlohmann::json> updated = admin_->UpdateStatus(kUpstreams, first);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ((*updated)["status"]["state"], "Accepted");
+  EXPECT_NE((*updated)["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
+
+  nlohmann::json stale = stored;  // still carries the old resourceVersion
+  stale["status"] = {{"state", "Rejected"}, {"servingLastGood", true}};
+  absl::StatusOr<nlohmann::json> refused = admin_->UpdateStatus(kUpstreams, stale);
+  EXPECT_TRUE(IsConflict(refused.status())) << refused.status();
+
+  // Re-read, then write: accepted.
+  absl::StatusOr<nlohmann::json> current = admin_->Get(kUpstreams, ns_, "a");
+  ASSERT_TRUE(current.ok());
+  (*current)["status"] = stale["status"];
+  EXPECT_TRUE(admin_->UpdateStatus(kUpstreams, *current).ok());
+  EXPECT_TRUE(absl::IsNotFound(admin_->Get(kUpstreams, ns_, "nope").status()));
+}
+
+TEST_F(KubeClientTest, LeastPrivilegedUserReadsAndWritesStatusOnly) {
+  std::unique_ptr<KubeClient> holdfast = Connect("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
+  if (holdfast == nullptr) GTEST_SKIP() << "HOLDFAST_TEST_KUBECONFIG_HOLDFAST is not set";
+  Apply(Upstream(ns_, "a", 1));
+  absl::StatusOr<KubeList> list = holdfast->List(kUpstreams, "");
+  ASSERT_TRUE(list.ok()) << list.status();
+  absl::StatusOr<nlohmann::json> object = holdfast->Get(kUpstreams, ns_, "a");
+  ASSERT_TRUE(object.ok()) << object.status();
+  (*object)["status"] = {{"state", "Accepted"}};
+  EXPECT_TRUE(holdfast->UpdateStatus(kUpstreams, *object).ok());
+  // A spec write and a Secret elsewhere are refused: PermissionDenied.
+  absl::Status spec_write =
+      holdfast->Send("PUT", absl::StrCat(kUpstreams.Path(ns_), "/a"), object->dump()).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(spec_write)) << spec_write;
+  absl::Status secrets = holdfast->Send("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/secrets"), "").status();
+  EXPECT_TRUE(absl::IsPermissionDenied(secrets)) << secrets;
+
+  KubeConfig wrong = holdfast->config();
+  wrong.token = "not-a-token";
+  auto stranger = KubeClient::Create(wrong, {}, Clock::Real());
+  ASSERT_TRUE(stranger.ok());
+  absl::Status refused = (*stranger)->List(kUpstreams, "").status();
+  EXPECT_TRUE(absl::IsUnauthenticated(refused)) << refused;
+}
+
+TEST_F(KubeClientTest, UntrustedServerCertificateIsRefused) {
+  KubeConfig config = admin_->config();
+  config.ca_pem = "";  // the system's roots do not sign the test CA
+  auto client = KubeClient::Create(config, {}, Clock::Real());
+  ASSERT_TRUE(client.ok());
+  absl::Status refused = (*client)->List(kUpstreams, "").status();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "certificate")) << refused;
+}
+
+// Driven by the pytest: it blackholes the proxy once the watch is open.
+TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
+  const std::string signal = Env("HOLDFAST_TEST_STALL_SIGNAL");
+  KubeClient::Options options;
+  options.stall_grace = absl::Seconds(2);
+  std::unique_ptr<KubeClient> proxied = Connect("HOLDFAST_TEST_KUBECONFIG_PROXY", options);
+  if (proxied == nullptr || signal.empty()) GTEST_SKIP() << "no fault proxy given";
+  absl::StatusOr<KubeList> list = proxied->List(kUpstreams, ns_);
+  ASSERT_TRUE(list.ok()) << list.status();
+  const absl::Time start = absl::Now();
+  absl::Time opened_at;
+  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
+                           .timeout = absl::Seconds(4)};
+  absl::Status ended = proxied->Watch(
+      kUpstreams, request,
+      [&] {
+        opened_at = absl::Now();
+        std::ofstream(signal) << "open\n";
+      },
+      [](const KubeWatchEvent&) {}, nullptr);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(ended)) << ended;
+  EXPECT_TRUE(absl::StrContains(ended.message(), "stalled")) << ended;
+  // Silent for the server's timeout plus the grace: not before.
+  EXPECT_GE(absl::Now() - opened_at, absl::Seconds(6));
+  std::cerr << "stall detected after " << absl::FormatDuration(absl::Now() - opened_at)
+            << " (watch timeout 4s + grace 2s); whole call " << absl::FormatDuration(absl::Now() - start)
+            << "\n";
+}
+
+}  // namespace
+}  // namespace holdfast
