@@ -74,7 +74,7 @@ std::optional<Request> ReadRequest(SSL* ssl, size_t max_bytes, int* error_status
       std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
       if (first.size() != 3) return *error_status = 400, std::nullopt;
       request.method = first[0];
-      request.path = first[1];
+      request.path = first[1].substr(0, first[1].find('?'));  // the API server adds ?timeout=
       for (size_t i = 1; i < lines.size(); ++i) {
         auto [name, value] = std::pair<std::string, std::string>(absl::StrSplit(lines[i], absl::MaxSplits(':', 1)));
         name = absl::AsciiStrToLower(name);
