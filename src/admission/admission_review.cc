@@ -34,9 +34,9 @@ std::vector<FieldError> EnvoyProblems(const GatewayObject& object) {
     ObjectStatus scratch;
     for (const ResourcePtr& resource : TranslateUpstream(object, &scratch)) {
       if (absl::Status valid = ValidateEnvoyResource(*resource->message()); !valid.ok()) {
-        return {FieldError{"spec", absl::StrCat("Envoy would refuse its ",
-                                                TypeNameOf(resource->type_url()), ": ",
-                                                valid.message()),
+        return {FieldError{"spec",
+                           absl::StrCat("Envoy would refuse its ", TypeNameOf(resource->type_url()),
+                                        ": ", valid.message()),
                            {}}};
       }
     }
@@ -80,7 +80,8 @@ nlohmann::json Denial(const std::string& uid, int code, const std::string& reaso
 }
 
 nlohmann::json Review(const nlohmann::json& response) {
-  return {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}};
+  return {
+      {"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", response}};
 }
 
 }  // namespace

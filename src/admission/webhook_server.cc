@@ -76,7 +76,8 @@ std::optional<Request> ReadRequest(SSL* ssl, size_t max_bytes, int* error_status
       request.method = first[0];
       request.path = first[1].substr(0, first[1].find('?'));  // the API server adds ?timeout=
       for (size_t i = 1; i < lines.size(); ++i) {
-        auto [name, value] = std::pair<std::string, std::string>(absl::StrSplit(lines[i], absl::MaxSplits(':', 1)));
+        auto [name, value] =
+            std::pair<std::string, std::string>(absl::StrSplit(lines[i], absl::MaxSplits(':', 1)));
         name = absl::AsciiStrToLower(name);
         absl::string_view trimmed = absl::StripAsciiWhitespace(value);
         if (name == "transfer-encoding") return *error_status = 411, std::nullopt;
@@ -101,9 +102,10 @@ std::optional<Request> ReadRequest(SSL* ssl, size_t max_bytes, int* error_status
 
 void Respond(SSL* ssl, int status, const std::string& body) {
   const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Error";
-  std::string response = absl::StrCat("HTTP/1.1 ", status, " ", reason,
-                                      "\r\nContent-Type: application/json\r\nContent-Length: ",
-                                      body.size(), "\r\nConnection: close\r\n\r\n", body);
+  std::string response =
+      absl::StrCat("HTTP/1.1 ", status, " ", reason,
+                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                   "\r\nConnection: close\r\n\r\n", body);
   SSL_write(ssl, response.data(), static_cast<int>(response.size()));
 }
 
@@ -151,8 +153,8 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookOptio
   {
     absl::MutexLock lock(&server->tls_->mu);
     server->tls_->ctx = *ctx;
-    server->tls_->fingerprint = Fingerprint(server->options_.cert_file) + "|" +
-                                Fingerprint(server->options_.key_file);
+    server->tls_->fingerprint =
+        Fingerprint(server->options_.cert_file) + "|" + Fingerprint(server->options_.key_file);
   }
   server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;

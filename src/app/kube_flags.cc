@@ -14,8 +14,9 @@ void AddKubeFlags(CLI::App* command, KubeFlags* flags) {
       "--in-cluster", flags->in_cluster,
       "Read gateway objects from the Kubernetes API server of this pod (its service account)");
   kubeconfig->excludes(in_cluster);
-  command->add_option("--kube-context", flags->context,
-                      "With --kubeconfig: use this context instead of the current one")
+  command
+      ->add_option("--kube-context", flags->context,
+                   "With --kubeconfig: use this context instead of the current one")
       ->needs(kubeconfig);
   command->add_option("--watch-namespace", flags->watch_namespaces,
                       "Watch only this namespace (repeat for several; default: all)");
@@ -26,11 +27,10 @@ void AddKubeFlags(CLI::App* command, KubeFlags* flags) {
 absl::StatusOr<std::unique_ptr<KubeClient>> ConnectKube(const KubeFlags& flags,
                                                         const Clock& clock) {
   absl::StatusOr<KubeConfig> config =
-      flags.in_cluster
-          ? LoadInCluster(InClusterOptions::FromEnvironment())
-          : LoadKubeconfig({.path = flags.kubeconfig,
-                            .context = flags.context,
-                            .allow_insecure = flags.allow_insecure});
+      flags.in_cluster ? LoadInCluster(InClusterOptions::FromEnvironment())
+                       : LoadKubeconfig({.path = flags.kubeconfig,
+                                         .context = flags.context,
+                                         .allow_insecure = flags.allow_insecure});
   if (!config.ok()) return config.status();
   return KubeClient::Create(*config, KubeClient::Options{}, clock);
 }

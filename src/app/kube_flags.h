@@ -16,11 +16,11 @@ namespace holdfast {
 
 // How to reach the Kubernetes API server, and what to watch there.
 struct KubeFlags {
-  std::string kubeconfig;  // a kubeconfig file, or
+  std::string kubeconfig;   // a kubeconfig file, or
   bool in_cluster = false;  // the pod's service account
   std::string context;      // with --kubeconfig: this context instead of the current one
   std::vector<std::string> watch_namespaces;  // empty: all namespaces
-  bool allow_insecure = false;  // accept insecure-skip-tls-verify in the kubeconfig
+  bool allow_insecure = false;                // accept insecure-skip-tls-verify in the kubeconfig
 
   bool enabled() const { return !kubeconfig.empty() || in_cluster; }
 };
@@ -30,7 +30,6 @@ struct KubeFlags {
 void AddKubeFlags(CLI::App* command, KubeFlags* flags);
 
 // A client for `flags` (its configuration read and checked now).
-absl::StatusOr<std::unique_ptr<KubeClient>> ConnectKube(const KubeFlags& flags,
-                                                        const Clock& clock);
+absl::StatusOr<std::unique_ptr<KubeClient>> ConnectKube(const KubeFlags& flags, const Clock& clock);
 
 }  // namespace holdfast

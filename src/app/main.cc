@@ -1,7 +1,7 @@
 // holdfast: an Envoy control plane. Commands are wired here; the work is in
 // src/app/*.cc.
-#include "absl/synchronization/mutex.h"
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "src/app/serve.h"
 #include "src/app/store_commands.h"
 #include "src/app/validate.h"
@@ -21,32 +21,40 @@ int main(int argc, char** argv) {
 
   holdfast::ServeOptions serve;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve xDS to Envoy proxies and gRPC clients");
-  serve_cmd->add_option("--config-dir", serve.config_dir,
-                        "Directory of gateway objects (YAML): Gateway, VirtualService, "
-                        "RouteTable, Upstream, Secret")
+  serve_cmd
+      ->add_option("--config-dir", serve.config_dir,
+                   "Directory of gateway objects (YAML): Gateway, VirtualService, "
+                   "RouteTable, Upstream, Secret")
       ->check(CLI::ExistingDirectory);
-  serve_cmd->add_option("--missing-upstream-status", serve.missing_upstream_status,
-                        "Status code answered by routes whose upstream does not exist")
+  serve_cmd
+      ->add_option("--missing-upstream-status", serve.missing_upstream_status,
+                   "Status code answered by routes whose upstream does not exist")
       ->capture_default_str()
       ->check(CLI::Range(200, 599));
-  serve_cmd->add_option("--xds-dir", serve.xds_dir,
-                        "Directory of raw Envoy resources (YAML/JSON, file-subscription format)")
+  serve_cmd
+      ->add_option("--xds-dir", serve.xds_dir,
+                   "Directory of raw Envoy resources (YAML/JSON, file-subscription format)")
       ->check(CLI::ExistingDirectory);
-  serve_cmd->add_option("--xds-listen", serve.xds_listen, "xDS gRPC address, HOST:PORT (0: any free port)")
+  serve_cmd
+      ->add_option("--xds-listen", serve.xds_listen,
+                   "xDS gRPC address, HOST:PORT (0: any free port)")
       ->capture_default_str();
-  serve_cmd->add_option("--admin-listen", serve.admin_listen,
-                        "Admin HTTP address, HOST:PORT; other than loopback it needs "
-                        "--admin-token-file")
+  serve_cmd
+      ->add_option("--admin-listen", serve.admin_listen,
+                   "Admin HTTP address, HOST:PORT; other than loopback it needs "
+                   "--admin-token-file")
       ->capture_default_str();
   serve_cmd->add_option("--admin-token-file", serve.admin_auth.token_file,
                         "File holding the bearer token the admin endpoint requires (all pages "
                         "but /healthz and /readyz); re-read when it changes");
-  serve_cmd->add_option("--xds-handshake-timeout", serve.xds_handshake_timeout,
-                        "Close a connection that has not completed TLS and HTTP/2 set-up by then")
+  serve_cmd
+      ->add_option("--xds-handshake-timeout", serve.xds_handshake_timeout,
+                   "Close a connection that has not completed TLS and HTTP/2 set-up by then")
       ->capture_default_str();
-  serve_cmd->add_option("--xds-first-request-timeout", serve.xds_first_request_timeout,
-                        "End a stream that has sent no request by then, and close a connection "
-                        "idle (no stream) that long")
+  serve_cmd
+      ->add_option("--xds-first-request-timeout", serve.xds_first_request_timeout,
+                   "End a stream that has sent no request by then, and close a connection "
+                   "idle (no stream) that long")
       ->capture_default_str();
   serve_cmd->add_option("--webhook-listen", serve.webhook_listen,
                         "Serve the validating admission webhook (HTTPS, POST /validate) here, "
@@ -54,34 +62,42 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--webhook-cert", serve.webhook_cert,
                         "PEM serving certificate (chain) of the webhook; re-read when it changes");
   serve_cmd->add_option("--webhook-key", serve.webhook_key, "PEM private key of --webhook-cert");
-  serve_cmd->add_option("--tls-cert", serve.tls.cert_file, "PEM certificate for TLS on the xDS port");
+  serve_cmd->add_option("--tls-cert", serve.tls.cert_file,
+                        "PEM certificate for TLS on the xDS port");
   serve_cmd->add_option("--tls-key", serve.tls.key_file, "PEM private key for --tls-cert");
   serve_cmd->add_option("--tls-client-ca", serve.tls.client_ca_file,
                         "PEM CA bundle: require client certificates signed by it (mutual TLS)");
-  serve_cmd->add_option("--node-group", serve.node_group,
-                        "Snapshot group of a node: none, cluster, or metadata:KEY")
+  serve_cmd
+      ->add_option("--node-group", serve.node_group,
+                   "Snapshot group of a node: none, cluster, or metadata:KEY")
       ->capture_default_str();
-  serve_cmd->add_option("--control-plane-id", serve.control_plane_id,
-                        "Identifier sent in every response's control_plane field")
+  serve_cmd
+      ->add_option("--control-plane-id", serve.control_plane_id,
+                   "Identifier sent in every response's control_plane field")
       ->capture_default_str();
   serve_cmd->add_option("--ports-file", serve.ports_file,
                         "Write {\"xds\":PORT,\"admin\":PORT} here once listening");
   holdfast::AddEtcdFlags(serve_cmd, &serve.etcd, /*required=*/false);
   holdfast::AddKubeFlags(serve_cmd, &serve.kube);
-  serve_cmd->add_option("--replica-id", serve.replica_id,
-                        "This replica's name in leader election and status writes (default: host name)");
-  serve_cmd->add_option("--lease-duration", serve.lease_duration, "Leader lease")->capture_default_str();
-  serve_cmd->add_option("--renew-deadline", serve.renew_deadline,
-                        "A leader that cannot renew within this stops leading")
+  serve_cmd->add_option(
+      "--replica-id", serve.replica_id,
+      "This replica's name in leader election and status writes (default: host name)");
+  serve_cmd->add_option("--lease-duration", serve.lease_duration, "Leader lease")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--renew-deadline", serve.renew_deadline,
+                   "A leader that cannot renew within this stops leading")
       ->capture_default_str();
   serve_cmd->add_option("--retry-period", serve.retry_period, "Lease renewal and campaign interval")
       ->capture_default_str();
-  serve_cmd->add_option("--state-dir", serve.state_dir,
-                        "Directory for the last-known-good snapshot (empty: do not persist)")
+  serve_cmd
+      ->add_option("--state-dir", serve.state_dir,
+                   "Directory for the last-known-good snapshot (empty: do not persist)")
       ->capture_default_str();
-  serve_cmd->add_option("--store-grace", serve.store_grace,
-                        "At start, how long to wait for live config before serving the persisted "
-                        "snapshot")
+  serve_cmd
+      ->add_option("--store-grace", serve.store_grace,
+                   "At start, how long to wait for live config before serving the persisted "
+                   "snapshot")
       ->capture_default_str();
 
   holdfast::ValidateOptions validate;
@@ -90,8 +106,9 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("paths", validate.paths, "Files or directories of gateway objects")
       ->required()
       ->check(CLI::ExistingPath);
-  validate_cmd->add_option("-o,--output", validate.output,
-                           "statuses (default), json, or resources (the Envoy resources to serve)")
+  validate_cmd
+      ->add_option("-o,--output", validate.output,
+                   "statuses (default), json, or resources (the Envoy resources to serve)")
       ->check(CLI::IsMember({"statuses", "json", "resources"}));
 
   holdfast::ApplyOptions apply;

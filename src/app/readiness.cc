@@ -10,12 +10,13 @@ std::string StoreProblem(const ConfigSource* source, const Clock& clock) {
   if (source == nullptr) return "";
   SourceHealth health = source->health();
   if (!health.connected) {
-    return absl::StrCat(
-        "store unreachable for ",
-        absl::FormatDuration(absl::Trunc(clock.Now() - health.disconnected_since, absl::Seconds(1))),
-        ": ", health.last_error);
+    return absl::StrCat("store unreachable for ",
+                        absl::FormatDuration(
+                            absl::Trunc(clock.Now() - health.disconnected_since, absl::Seconds(1))),
+                        ": ", health.last_error);
   }
-  if (!health.access_error.empty()) return absl::StrCat("store refuses access: ", health.access_error);
+  if (!health.access_error.empty())
+    return absl::StrCat("store refuses access: ", health.access_error);
   return "";
 }
 
@@ -39,33 +40,31 @@ Readiness ComputeReadiness(const SnapshotCache& cache, const ConfigSource* sourc
   }
   const Snapshot& snapshot = *current.snapshot;
   return Readiness{
-      true, absl::StrCat("serving ", last_good.serving_persisted ? "persisted " : "", "snapshot ",
-                         snapshot.version(), " from ",
-                         absl::FormatTime("%Y-%m-%d %H:%M:%S", snapshot.created(),
-                                          absl::UTCTimeZone()),
-                         " (", snapshot.size(), " resources)", problems.empty() ? "" : ", ",
-                         problems)};
+      true,
+      absl::StrCat("serving ", last_good.serving_persisted ? "persisted " : "", "snapshot ",
+                   snapshot.version(), " from ",
+                   absl::FormatTime("%Y-%m-%d %H:%M:%S", snapshot.created(), absl::UTCTimeZone()),
+                   " (", snapshot.size(), " resources)", problems.empty() ? "" : ", ", problems)};
 }
 
 nlohmann::json StoreJson(const SourceHealth& health, const LastKnownGood::State& last_good,
                          const Clock& clock) {
-  return {
-      {"connected", health.connected},
-      {"revision", health.revision},
-      {"synced", health.synced_once},
-      {"last_error", health.last_error},
-      {"access_error", health.access_error},
-      {"last_contact_seconds", health.last_contact == absl::Time()
-                                   ? -1.0
-                                   : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
-      {"unreachable_seconds",
-       health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)},
-      {"serving", last_good.serving_persisted ? "persisted"
-                  : last_good.serving_live    ? "live"
-                                              : "nothing"},
-      {"persisted_version", last_good.persisted ? last_good.persisted->version() : ""},
-      {"restore_error", last_good.restore_error},
-      {"persist_error", last_good.persist_error}};
+  return {{"connected", health.connected},
+          {"revision", health.revision},
+          {"synced", health.synced_once},
+          {"last_error", health.last_error},
+          {"access_error", health.access_error},
+          {"last_contact_seconds", health.last_contact == absl::Time()
+                                       ? -1.0
+                                       : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},
+          {"unreachable_seconds",
+           health.connected ? 0.0 : absl::ToDoubleSeconds(clock.Now() - health.disconnected_since)},
+          {"serving", last_good.serving_persisted ? "persisted"
+                      : last_good.serving_live    ? "live"
+                                                  : "nothing"},
+          {"persisted_version", last_good.persisted ? last_good.persisted->version() : ""},
+          {"restore_error", last_good.restore_error},
+          {"persist_error", last_good.persist_error}};
 }
 
 }  // namespace holdfast

@@ -79,8 +79,7 @@ int RunServe(const ServeOptions& options) {
     return absl::IsInvalidArgument(server.status()) ? 2 : 1;
   }
   if (!options.ports_file.empty()) {
-    absl::Status written =
-        WritePortsFile(options.ports_file, **server);
+    absl::Status written = WritePortsFile(options.ports_file, **server);
     if (!written.ok()) {
       LogError("%s", written.message());
       return 1;

@@ -95,7 +95,9 @@ absl::Status Server::StartParts() {
   // After a publication or a stream coming or going, once quiet for 1 s
   // (every 30 s under constant change).
   trimmer_ = std::make_unique<MemoryTrimmer>(
-      [this] { return cache_.Current(cache_.default_group()).sequence * 1'000'003 + proxies_.size(); },
+      [this] {
+        return cache_.Current(cache_.default_group()).sequence * 1'000'003 + proxies_.size();
+      },
       absl::Seconds(1), absl::Seconds(30));
   trimmer_->Start();
   return absl::OkStatus();
@@ -106,15 +108,14 @@ absl::Status Server::StartWebhook() {
   if (options_.webhook_cert.empty() || options_.webhook_key.empty()) {
     return absl::InvalidArgumentError("--webhook-listen needs --webhook-cert and --webhook-key");
   }
-  absl::StatusOr<std::unique_ptr<WebhookServer>> webhook = WebhookServer::Start(
-      {.listen_address = options_.webhook_listen,
-       .cert_file = options_.webhook_cert,
-       .key_file = options_.webhook_key},
-      &metrics_);
+  absl::StatusOr<std::unique_ptr<WebhookServer>> webhook =
+      WebhookServer::Start({.listen_address = options_.webhook_listen,
+                            .cert_file = options_.webhook_cert,
+                            .key_file = options_.webhook_key},
+                           &metrics_);
   if (!webhook.ok()) return webhook.status();
   webhook_ = *std::move(webhook);
-  LogInfo("admission webhook listening on port %d (%s)", webhook_->port(),
-          options_.webhook_listen);
+  LogInfo("admission webhook listening on port %d (%s)", webhook_->port(), options_.webhook_listen);
   return absl::OkStatus();
 }
 

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_join.h"
 #include "src/admin/admin_server.h"
-#include "src/common/log.h"
 #include "src/app/kube_flags.h"
+#include "src/common/log.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
 #include "src/source/config_directory.h"
@@ -178,8 +178,8 @@ absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, c
   etcd->source_->Start();
   etcd->elector_->Start();
   etcd->writer_->Start();
-  LogInfo("etcd: replica %s reading %s/config/ from %s", election->replica_id,
-          options.etcd.prefix, absl::StrJoin(options.etcd.endpoints, ","));
+  LogInfo("etcd: replica %s reading %s/config/ from %s", election->replica_id, options.etcd.prefix,
+          absl::StrJoin(options.etcd.endpoints, ","));
   return etcd;
 }
 

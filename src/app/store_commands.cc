@@ -146,14 +146,15 @@ int RunApply(const ApplyOptions& options) {
 
   std::set<ObjectKey> refused;
   for (const auto& [key, status] : statuses) {
-    bool in_batch = batch.objects.contains(key) || batch.invalid.contains(key) ||
-                    batch_statuses.contains(key);
+    bool in_batch =
+        batch.objects.contains(key) || batch.invalid.contains(key) || batch_statuses.contains(key);
     if (!in_batch) continue;
     if (status.state == StatusState::kRejected) refused.insert(key);
     if (status.state != StatusState::kAccepted) PrintReasons(key, status);
   }
   if (!refused.empty() && !options.partial) {
-    std::fprintf(stderr, "%zu of %zu objects invalid; nothing written (--partial writes the rest)\n",
+    std::fprintf(stderr,
+                 "%zu of %zu objects invalid; nothing written (--partial writes the rest)\n",
                  refused.size(), documents.size() + batch.invalid.size());
     return 1;
   }
@@ -223,15 +224,16 @@ int RunGet(const GetOptions& options) {
     return 0;
   }
   for (const nlohmann::json& item : list) {
-    std::string state = item["status"].is_object() ? item["status"].value("state", "Unknown")
-                                                   : "Unknown";
-    std::printf("%-15s %-40s %s\n", item["kind"].get<std::string>().c_str(),
-                absl::StrCat(item["namespace"].get<std::string>(), "/",
-                             item["name"].get<std::string>())
-                    .c_str(),
-                state.c_str());
+    std::string state =
+        item["status"].is_object() ? item["status"].value("state", "Unknown") : "Unknown";
+    std::printf(
+        "%-15s %-40s %s\n", item["kind"].get<std::string>().c_str(),
+        absl::StrCat(item["namespace"].get<std::string>(), "/", item["name"].get<std::string>())
+            .c_str(),
+        state.c_str());
     if (item["status"].is_object()) {
-      for (const nlohmann::json& reason : item["status"].value("reasons", nlohmann::json::array())) {
+      for (const nlohmann::json& reason :
+           item["status"].value("reasons", nlohmann::json::array())) {
         std::printf("    %s: %s\n", reason.value("path", "").c_str(),
                     reason.value("message", "").c_str());
       }

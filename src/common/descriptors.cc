@@ -88,8 +88,8 @@ absl::StatusOr<OpenFilesLimit> RaiseOpenFilesLimit() {
   if (limit.rlim_cur == limit.rlim_max) return result;
   limit.rlim_cur = limit.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return absl::InternalError(absl::StrCat("setrlimit(RLIMIT_NOFILE, ", limit.rlim_max,
-                                            "): ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("setrlimit(RLIMIT_NOFILE, ", limit.rlim_max, "): ", strerror(errno)));
   }
   result.soft = limit.rlim_cur;
   return result;
@@ -125,7 +125,7 @@ namespace {
 struct TableLine {
   bool listening = false;  // st is 0A, TCP_LISTEN
   uint64_t inode = 0;
-  uint64_t rx_queue = 0;   // for a listening socket, its accept queue
+  uint64_t rx_queue = 0;  // for a listening socket, its accept queue
 };
 
 std::optional<TableLine> ParseTableLine(absl::string_view line) {
@@ -144,8 +144,7 @@ std::optional<TableLine> ParseTableLine(absl::string_view line) {
 // Adds the accept queues of `inodes` found in `in` to `total`. The kernel
 // lists listening sockets first, so reading stops at the first other one:
 // with thousands of connections the rest of the table is never generated.
-void AddQueues(std::istream& in, const std::vector<ino_t>& inodes,
-               std::optional<uint64_t>* total) {
+void AddQueues(std::istream& in, const std::vector<ino_t>& inodes, std::optional<uint64_t>* total) {
   std::string line;
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {

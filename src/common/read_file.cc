@@ -24,15 +24,16 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max
     return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
   }
   if (st.st_size > max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(path, " is ", st.st_size,
-                                                     " bytes; the limit is ", max_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, " is ", st.st_size, " bytes; the limit is ", max_bytes));
   }
   std::string contents;
   char buffer[64 << 10];
   while (true) {
     ssize_t n = read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::DataLossError(absl::StrCat("error reading ", path, ": ", std::strerror(errno)));
+    if (n < 0)
+      return absl::DataLossError(absl::StrCat("error reading ", path, ": ", std::strerror(errno)));
     if (n == 0) return contents;
     if (static_cast<int64_t>(contents.size()) + n > max_bytes) {
       return absl::ResourceExhaustedError(

@@ -33,10 +33,10 @@ bool KubeLeaseBackend::ExpiredLocked(const LeaseRecord& record) const {
 absl::StatusOr<int64_t> KubeLeaseBackend::TakeLocked(
     const std::optional<LeaseStore::Versioned>& current, int64_t lease_id) {
   const absl::Time now = clock_.Now();
-  LeaseRecord next{.holder_identity = replica_id_,
-                   .lease_duration_seconds = duration_seconds_,
-                   .acquire_time = now,
-                   .renew_time = now};
+  LeaseRecord next;
+  next.holder_identity = replica_id_;
+  next.lease_duration_seconds = duration_seconds_;
+  next.acquire_time = next.renew_time = now;
   if (current.has_value()) {
     const LeaseRecord& old = current->record;
     next.preferred_holder = old.preferred_holder;
@@ -48,9 +48,8 @@ absl::StatusOr<int64_t> KubeLeaseBackend::TakeLocked(
     }
   }
   const absl::Duration sent = clock_.Monotonic();
-  absl::StatusOr<std::string> written = current.has_value()
-                                            ? store_->Update(next, current->resource_version)
-                                            : store_->Create(next);
+  absl::StatusOr<std::string> written =
+      current.has_value() ? store_->Update(next, current->resource_version) : store_->Create(next);
   if (absl::IsAborted(written.status()) || absl::IsAlreadyExists(written.status())) {
     return 0;  // another replica wrote first; the next step reads who
   }
@@ -113,7 +112,8 @@ absl::Status KubeLeaseBackend::RenewLease(int64_t lease_id) {
     holding_ = 0;
     absl::StatusOr<std::string> released = store_->Update(next, (*current)->resource_version);
     if (!released.ok() && !absl::IsAborted(released.status())) return released.status();
-    return absl::NotFoundError(absl::StrCat("yielding to preferred holder ", next.preferred_holder));
+    return absl::NotFoundError(
+        absl::StrCat("yielding to preferred holder ", next.preferred_holder));
   }
   next.renew_time = clock_.Now();  // to the microsecond: every renewal changes the object
   next.lease_duration_seconds = duration_seconds_;

@@ -113,8 +113,8 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
     if (absl::Status failed = TakeFailure(Call::kWatch); !failed.ok()) return failed;
     if (!absl::SimpleAtoi(request.resource_version, &from)) from = version_;
     if (from < compacted_) {
-      return absl::OutOfRangeError(absl::StrCat("HTTP 410: too old resource version: ", from, " (",
-                                                compacted_, ")"));
+      return absl::OutOfRangeError(
+          absl::StrCat("HTTP 410: too old resource version: ", from, " (", compacted_, ")"));
     }
   }
   on_open();
@@ -144,8 +144,8 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
   }
 }
 
-absl::StatusOr<nlohmann::json> FakeKubeApi::Get(const KubeResource& resource,
-                                                const std::string& ns, const std::string& name) {
+absl::StatusOr<nlohmann::json> FakeKubeApi::Get(const KubeResource& resource, const std::string& ns,
+                                                const std::string& name) {
   absl::MutexLock lock(&mu_);
   if (absl::Status failed = TakeFailure(Call::kGet); !failed.ok()) return failed;
   const auto& objects = stores_[resource.Path("")].objects;
@@ -163,8 +163,8 @@ absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& res
   if (it == store.objects.end()) return absl::NotFoundError(KeyOf(object));
   if (object["metadata"].value("resourceVersion", "") !=
       it->second["metadata"].value("resourceVersion", "")) {
-    return absl::AbortedError(absl::StrCat("HTTP 409: ", KeyOf(object),
-                                           ": the object has been modified"));
+    return absl::AbortedError(
+        absl::StrCat("HTTP 409: ", KeyOf(object), ": the object has been modified"));
   }
   it->second["status"] = object.value("status", nlohmann::json::object());
   it->second["metadata"]["resourceVersion"] = absl::StrCat(++version_);

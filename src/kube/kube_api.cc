@@ -10,8 +10,8 @@ constexpr char kRetryAfterUrl[] = "holdfast.dev/retry-after-ms";
 }
 
 std::string KubeResource::Path(const std::string& ns) const {
-  std::string base = group.empty() ? absl::StrCat("/api/", version)
-                                   : absl::StrCat("/apis/", group, "/", version);
+  std::string base =
+      group.empty() ? absl::StrCat("/api/", version) : absl::StrCat("/apis/", group, "/", version);
   if (!ns.empty()) absl::StrAppend(&base, "/namespaces/", ns);
   return absl::StrCat(base, "/", resource);
 }

@@ -25,14 +25,23 @@ std::string StatusMessage(const std::string& body) {
 
 absl::StatusCode CodeForHttp(long code) {
   switch (code) {
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kNotFound;
-    case 409: return absl::StatusCode::kAborted;
-    case 410: return absl::StatusCode::kOutOfRange;
-    case 429: return absl::StatusCode::kUnavailable;
-    case 504: return absl::StatusCode::kDeadlineExceeded;
-    case 400: case 422: return absl::StatusCode::kInvalidArgument;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kNotFound;
+    case 409:
+      return absl::StatusCode::kAborted;
+    case 410:
+      return absl::StatusCode::kOutOfRange;
+    case 429:
+      return absl::StatusCode::kUnavailable;
+    case 504:
+      return absl::StatusCode::kDeadlineExceeded;
+    case 400:
+    case 422:
+      return absl::StatusCode::kInvalidArgument;
     default:
       if (code >= 500) return absl::StatusCode::kUnavailable;
       return absl::StatusCode::kFailedPrecondition;
@@ -76,9 +85,9 @@ struct KubeClient::Call {
   CURL* easy = nullptr;
   long http_code = 0;
   std::string retry_after;
-  std::string body;             // a plain call's body, or a failed watch's
-  std::string pending_line;     // a watch's partial line
-  absl::Duration last_bytes;    // monotonic time of the last bytes received
+  std::string body;           // a plain call's body, or a failed watch's
+  std::string pending_line;   // a watch's partial line
+  absl::Duration last_bytes;  // monotonic time of the last bytes received
   bool opened = false;
   absl::Status callback_error;  // why a callback aborted the transfer
   std::function<void()> on_open;
@@ -102,7 +111,8 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 // the watch (an ERROR event, or a line that is not an event).
 absl::Status DeliverWatchLine(KubeClient::Call& call, absl::string_view line) {
   if (absl::StripAsciiWhitespace(line).empty()) return absl::OkStatus();
-  nlohmann::json event = nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json event =
+      nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
   if (!event.is_object() || !event["type"].is_string() || !event["object"].is_object()) {
     return absl::DataLossError(absl::StrCat("watch: not an event: ", line.substr(0, 200)));
   }
@@ -140,7 +150,8 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   }
   call->pending_line.append(data, total);
   size_t start = 0;
-  for (size_t nl; (nl = call->pending_line.find('\n', start)) != std::string::npos; start = nl + 1) {
+  for (size_t nl; (nl = call->pending_line.find('\n', start)) != std::string::npos;
+       start = nl + 1) {
     absl::Status delivered =
         DeliverWatchLine(*call, absl::string_view(call->pending_line).substr(start, nl - start));
     if (!delivered.ok()) {
@@ -267,7 +278,8 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
     if (!call.callback_error.ok()) {
       outcome = call.callback_error;
     } else if (result == CURLE_OPERATION_TIMEDOUT) {
-      outcome = absl::DeadlineExceededError(absl::StrCat(call.path, ": ", curl_easy_strerror(result)));
+      outcome =
+          absl::DeadlineExceededError(absl::StrCat(call.path, ": ", curl_easy_strerror(result)));
     } else if (result != CURLE_OK) {
       outcome = absl::UnavailableError(
           absl::StrCat(config_.server, call.path, ": ", curl_easy_strerror(result)));
@@ -282,8 +294,8 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
   return outcome;
 }
 
-absl::StatusOr<nlohmann::json> KubeClient::Send(const std::string& method,
-                                                const std::string& path, const std::string& body,
+absl::StatusOr<nlohmann::json> KubeClient::Send(const std::string& method, const std::string& path,
+                                                const std::string& body,
                                                 const std::string& content_type) {
   Call call;
   call.content_type = content_type;
@@ -356,8 +368,9 @@ absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& reso
     return absl::InvalidArgumentError("UpdateStatus: the object has no metadata.name");
   }
   std::string ns = meta.value("namespace", "");
-  return Send("PUT", absl::StrCat(resource.Path(ns), "/", meta["name"].get<std::string>(), "/status"),
-                  object.dump());
+  return Send("PUT",
+              absl::StrCat(resource.Path(ns), "/", meta["name"].get<std::string>(), "/status"),
+              object.dump());
 }
 
 }  // namespace holdfast

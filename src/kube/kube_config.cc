@@ -216,10 +216,11 @@ absl::StatusOr<KubeConfig> LoadInCluster(const InClusterOptions& options) {
   config.origin = "in-cluster service account";
   // An IPv6 host needs brackets in a URL.
   bool v6 = options.host.find(':') != std::string::npos;
-  config.server = absl::StrCat("https://", v6 ? "[" : "", options.host, v6 ? "]" : "", ":",
-                               options.port);
+  config.server =
+      absl::StrCat("https://", v6 ? "[" : "", options.host, v6 ? "]" : "", ":", options.port);
   absl::StatusOr<std::string> ca = ReadRegularFile(options.root + "/ca.crt", kMaxFileBytes);
-  if (!ca.ok()) return absl::FailedPreconditionError(absl::StrCat("in-cluster: ", ca.status().message()));
+  if (!ca.ok())
+    return absl::FailedPreconditionError(absl::StrCat("in-cluster: ", ca.status().message()));
   config.ca_pem = *ca;
   config.token_file = options.root + "/token";
   absl::StatusOr<std::string> token = ReadRegularFile(config.token_file, kMaxFileBytes);

@@ -16,12 +16,12 @@ namespace holdfast {
 // kubeconfig or from a pod's service account. File contents are read once,
 // here, except the token file, which rotates (see BearerToken).
 struct KubeConfig {
-  std::string server;        // https://HOST:PORT, no trailing '/'
-  std::string ca_pem;        // CA bundle that signs the server; empty: the system's
+  std::string server;  // https://HOST:PORT, no trailing '/'
+  std::string ca_pem;  // CA bundle that signs the server; empty: the system's
   std::string client_cert_pem;
   std::string client_key_pem;
-  std::string token;         // a bearer token given inline
-  std::string token_file;    // a bearer token file, re-read when it changes
+  std::string token;       // a bearer token given inline
+  std::string token_file;  // a bearer token file, re-read when it changes
   bool insecure_skip_tls_verify = false;
   std::string ns = "default";  // the context's namespace
   std::string origin;          // "kubeconfig PATH (context NAME)" or "in-cluster", for logs

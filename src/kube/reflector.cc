@@ -73,8 +73,8 @@ void Reflector::MarkContact() {
   absl::MutexLock lock(&mu_);
   if (!health_.connected && failure_logged_) {
     LogInfo("kubernetes: %s reachable again (after %s)", options_.resource.resource,
-            absl::FormatDuration(absl::Trunc(clock_.Now() - health_.disconnected_since,
-                                             absl::Milliseconds(100))));
+            absl::FormatDuration(
+                absl::Trunc(clock_.Now() - health_.disconnected_since, absl::Milliseconds(100))));
   }
   health_.connected = true;
   health_.last_error.clear();

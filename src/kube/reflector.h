@@ -51,14 +51,14 @@ class Reflector {
   };
   struct Health {
     bool connected = false;
-    bool synced = false;            // a listing has been applied
-    std::string resource_version;   // the last version seen
+    bool synced = false;           // a listing has been applied
+    std::string resource_version;  // the last version seen
     std::string last_error;
     bool refused = false;           // the last error was 401 or 403
     absl::Time disconnected_since;  // when it last became unreachable
     absl::Time last_contact;        // last answer: a listing, an opened watch, an event
     int64_t lists = 0;
-    int64_t gone = 0;               // 410s seen
+    int64_t gone = 0;  // 410s seen
   };
 
   // `on_change` is called (on the reflector's thread) after every change of

@@ -42,8 +42,10 @@ std::string DomainError(const std::string& domain) {
   if (domain.empty() || domain.size() > 253) return "must be 1 to 253 characters";
   if (domain == "*") return "";
   absl::string_view host = domain;
-  if (host.front() == '*') host.remove_prefix(1);
-  else if (host.back() == '*') host.remove_suffix(1);
+  if (host.front() == '*')
+    host.remove_prefix(1);
+  else if (host.back() == '*')
+    host.remove_suffix(1);
   if (size_t colon = host.rfind(':'); colon != absl::string_view::npos) {
     absl::string_view port = host.substr(colon + 1);
     uint32_t value = 0;
@@ -70,8 +72,8 @@ bool ValidHeaderName(const std::string& name) {
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
     if (i == 0 && c == ':' && name.size() > 1) continue;
-    if (absl::ascii_isalnum(c) || absl::string_view("!#$%&'*+-.^_`|~").find(c) !=
-                                      absl::string_view::npos) {
+    if (absl::ascii_isalnum(c) ||
+        absl::string_view("!#$%&'*+-.^_`|~").find(c) != absl::string_view::npos) {
       continue;
     }
     return false;
@@ -124,8 +126,10 @@ Selector DecodeSelector(YamlCursor& c) {
 // Reads a string matcher whose kind is one of `kinds` (field names).
 std::optional<StringMatch> DecodeStringMatch(YamlCursor& c, bool allow_present) {
   static const std::pair<const char*, StringMatch::Kind> kKinds[] = {
-      {"exact", StringMatch::Kind::kExact},   {"prefix", StringMatch::Kind::kPrefix},
-      {"suffix", StringMatch::Kind::kSuffix}, {"regex", StringMatch::Kind::kRegex},
+      {"exact", StringMatch::Kind::kExact},
+      {"prefix", StringMatch::Kind::kPrefix},
+      {"suffix", StringMatch::Kind::kSuffix},
+      {"regex", StringMatch::Kind::kRegex},
       {"present", StringMatch::Kind::kPresent}};
   std::optional<StringMatch> match;
   std::vector<std::string> given;
@@ -276,8 +280,10 @@ Route DecodeRoute(YamlCursor& c) {
     });
     uint64_t total = 0;
     for (const auto& w : weighted) total += w.weight;
-    if (weighted.empty()) c.FieldError("upstreams", "must list at least one upstream");
-    else if (total == 0) c.FieldError("upstreams", "weights must not all be zero");
+    if (weighted.empty())
+      c.FieldError("upstreams", "must list at least one upstream");
+    else if (total == 0)
+      c.FieldError("upstreams", "weights must not all be zero");
     route.action = weighted;
   }
   if (auto r = c.Map("redirect")) {
@@ -329,20 +335,24 @@ Route DecodeRoute(YamlCursor& c) {
 
 std::vector<Route> DecodeRoutes(YamlCursor& spec) {
   std::vector<Route> routes;
-  spec.List("routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
+  spec.List(
+      "routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
   return routes;
 }
 
 UpstreamSpec DecodeUpstream(YamlCursor& c) {
   UpstreamSpec spec;
-  c.List("hosts", [&](YamlCursor& h) {
-    UpstreamHost host;
-    h.String("address", &host.address, true);
-    h.Uint("port", &host.port, 1, 65535, true);
-    h.Uint("weight", &host.weight, 1, 128);
-    h.RejectUnknownFields();
-    spec.hosts.push_back(host);
-  }, true);
+  c.List(
+      "hosts",
+      [&](YamlCursor& h) {
+        UpstreamHost host;
+        h.String("address", &host.address, true);
+        h.Uint("port", &host.port, 1, 65535, true);
+        h.Uint("weight", &host.weight, 1, 128);
+        h.RejectUnknownFields();
+        spec.hosts.push_back(host);
+      },
+      true);
   if (auto t = c.Map("tls")) {
     UpstreamTls tls;
     t->String("caFile", &tls.ca_file);
@@ -356,18 +366,25 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
   }
   std::string lb = "RoundRobin";
   c.String("loadBalancing", &lb);
-  if (lb == "RoundRobin") spec.load_balancing = LoadBalancing::kRoundRobin;
-  else if (lb == "LeastRequest") spec.load_balancing = LoadBalancing::kLeastRequest;
-  else if (lb == "Random") spec.load_balancing = LoadBalancing::kRandom;
-  else if (lb == "RingHash") spec.load_balancing = LoadBalancing::kRingHash;
-  else c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
+  if (lb == "RoundRobin")
+    spec.load_balancing = LoadBalancing::kRoundRobin;
+  else if (lb == "LeastRequest")
+    spec.load_balancing = LoadBalancing::kLeastRequest;
+  else if (lb == "Random")
+    spec.load_balancing = LoadBalancing::kRandom;
+  else if (lb == "RingHash")
+    spec.load_balancing = LoadBalancing::kRingHash;
+  else
+    c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
   c.Bool("http2", &spec.http2);
   if (auto b = c.Map("circuitBreakers")) {
     CircuitBreakers cb;
     auto read = [&](const char* field, std::optional<uint32_t>* out) {
       uint32_t v = 0;
-      if (b->Has(field) && b->Uint(field, &v, 1)) *out = v;
-      else b->Uint(field, &v);  // marks the field as known
+      if (b->Has(field) && b->Uint(field, &v, 1))
+        *out = v;
+      else
+        b->Uint(field, &v);  // marks the field as known
     };
     read("maxConnections", &cb.max_connections);
     read("maxPendingRequests", &cb.max_pending_requests);
@@ -413,8 +430,10 @@ GatewaySpec DecodeGateway(YamlCursor& c) {
     t->String("keyFile", &tls.key_file);
     if (auto s = t->Map("secretRef")) tls.secret = DecodeRef(*s);
     const bool files = !tls.cert_file.empty() || !tls.key_file.empty();
-    if (files == !tls.secret.name.empty()) t->Error("set either certFile and keyFile, or secretRef");
-    else if (files && (tls.cert_file.empty() || tls.key_file.empty())) t->Error("set both certFile and keyFile");
+    if (files == !tls.secret.name.empty())
+      t->Error("set either certFile and keyFile, or secretRef");
+    else if (files && (tls.cert_file.empty() || tls.key_file.empty()))
+      t->Error("set both certFile and keyFile");
     t->RejectUnknownFields();
     spec.tls = tls;
   }
@@ -445,12 +464,14 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     m->String("namespace", &object.meta.ns);
     if (object.meta.ns.empty()) object.meta.ns = "default";
     if (!ValidNamespace(object.meta.ns)) {
-      m->FieldError("namespace", "must be at most 63 lowercase letters, digits or '-', starting "
-                                 "and ending with a letter or digit");
+      m->FieldError("namespace",
+                    "must be at most 63 lowercase letters, digits or '-', starting "
+                    "and ending with a letter or digit");
     }
     if (!object.meta.name.empty() && !ValidName(object.meta.name)) {
-      m->FieldError("name", "must be lowercase letters, digits, '-' or '.', starting and ending "
-                            "with a letter or digit");
+      m->FieldError("name",
+                    "must be lowercase letters, digits, '-' or '.', starting and ending "
+                    "with a letter or digit");
     }
     m->StringMap("labels", &object.meta.labels);
     std::map<std::string, std::string> annotations;
@@ -512,11 +533,16 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
 
 std::string GatewayObject::kind() const {
   switch (spec.index()) {
-    case 0: return kind::kUpstream;
-    case 1: return kind::kVirtualService;
-    case 2: return kind::kRouteTable;
-    case 3: return kind::kGateway;
-    case 4: return kind::kSecret;
+    case 0:
+      return kind::kUpstream;
+    case 1:
+      return kind::kVirtualService;
+    case 2:
+      return kind::kRouteTable;
+    case 3:
+      return kind::kGateway;
+    case 4:
+      return kind::kSecret;
   }
   return "";
 }
@@ -525,19 +551,22 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
   DecodedFile out;
   if (size_t bad = InvalidUtf8Offset(contents); bad != absl::string_view::npos) {
     int line = 1 + static_cast<int>(std::count(contents.begin(), contents.begin() + bad, '\n'));
-    out.syntax_error = FieldError{"", absl::StrCat("not valid UTF-8 (byte ", bad, ")"), {file, line}};
+    out.syntax_error =
+        FieldError{"", absl::StrCat("not valid UTF-8 (byte ", bad, ")"), {file, line}};
     return out;
   }
   if (size_t nul = contents.find('\0'); nul != std::string::npos) {
     int line = 1 + static_cast<int>(std::count(contents.begin(), contents.begin() + nul, '\n'));
-    out.syntax_error = FieldError{"", absl::StrCat("contains a NUL byte (byte ", nul, ")"), {file, line}};
+    out.syntax_error =
+        FieldError{"", absl::StrCat("contains a NUL byte (byte ", nul, ")"), {file, line}};
     return out;
   }
   std::vector<YAML::Node> documents;
   try {
     documents = LoadAllDocuments(contents);
   } catch (const YAML::Exception& e) {
-    out.syntax_error = FieldError{"", absl::StrCat("not valid YAML: ", e.msg), {file, e.mark.line + 1}};
+    out.syntax_error =
+        FieldError{"", absl::StrCat("not valid YAML: ", e.msg), {file, e.mark.line + 1}};
     return out;
   }
   for (const YAML::Node& document : documents) {

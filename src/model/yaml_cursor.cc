@@ -1,9 +1,8 @@
 #include "src/model/yaml_cursor.h"
 
-#include "absl/strings/str_format.h"
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace holdfast {
 
@@ -85,8 +84,7 @@ bool YamlCursor::CheckOneLine(const std::string& path, const std::string& value,
   return true;
 }
 
-bool YamlCursor::Scalar(const std::string& name, std::string* out, bool required,
-                        bool multiline) {
+bool YamlCursor::Scalar(const std::string& name, std::string* out, bool required, bool multiline) {
   auto value = Get(name, required);
   if (!value) return !required;
   if (!value->IsScalar()) {

@@ -49,8 +49,8 @@ std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
     return LoadAllGuarded(contents);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp says "bad file"; say what is wrong instead.
-    throw YAML::ParserException(
-        e.mark, absl::StrCat("nested more than ", e.depth() - 1, " levels deep"));
+    throw YAML::ParserException(e.mark,
+                                absl::StrCat("nested more than ", e.depth() - 1, " levels deep"));
   }
 }
 

@@ -25,7 +25,8 @@ constexpr size_t kHeaderSize = kMagicSize + 4 + 8 + SHA256_DIGEST_LENGTH;
 
 template <typename T>
 void PutInt(std::string& out, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  for (size_t i = 0; i < sizeof(T); ++i)
+    out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
 template <typename T>
@@ -145,7 +146,8 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
 
   std::string tmp = path + ".tmp";
   absl::Status written = WriteAllAndSync(tmp, file, path);
-  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) written = Errno("cannot rename " + tmp);
+  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0)
+    written = Errno("cannot rename " + tmp);
   if (!written.ok()) {
     unlink(tmp.c_str());  // a full disk should not also keep a partial copy
     return written;
@@ -174,7 +176,8 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
   auto corrupt = [&](const std::string& why) {
     return absl::DataLossError(absl::StrCat(path, ": damaged snapshot file (", why, ")"));
   };
-  if (file.size() < kHeaderSize || file.substr(0, kMagicSize) != absl::string_view(kMagic, kMagicSize)) {
+  if (file.size() < kHeaderSize ||
+      file.substr(0, kMagicSize) != absl::string_view(kMagic, kMagicSize)) {
     return corrupt("not a holdfast snapshot file");
   }
   Reader header(file.substr(kMagicSize, 12));
@@ -186,7 +189,8 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
     return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion));
   }
   if (file.size() - kHeaderSize != size) {
-    return corrupt(absl::StrCat("payload is ", file.size() - kHeaderSize, " bytes, header says ", size));
+    return corrupt(
+        absl::StrCat("payload is ", file.size() - kHeaderSize, " bytes, header says ", size));
   }
   absl::string_view payload = file.substr(kHeaderSize);
   if (Sha256(payload) != file.substr(kMagicSize + 12, SHA256_DIGEST_LENGTH)) {
@@ -203,11 +207,12 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
         !reader.Bytes<uint64_t>(&serialized)) {
       return corrupt(absl::StrCat("resource ", i, " of ", count, " is cut short"));
     }
-    resources.push_back(Resource::FromBytes(std::move(name), std::move(type_url), std::move(serialized)));
+    resources.push_back(
+        Resource::FromBytes(std::move(name), std::move(type_url), std::move(serialized)));
   }
   if (!reader.done()) return corrupt("trailing bytes");
-  absl::StatusOr<SnapshotPtr> snapshot =
-      Snapshot::Build(std::move(resources), absl::FromUnixMicros(static_cast<int64_t>(created_micros)));
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(
+      std::move(resources), absl::FromUnixMicros(static_cast<int64_t>(created_micros)));
   if (!snapshot.ok()) return corrupt(std::string(snapshot.status().message()));
   return snapshot;
 }

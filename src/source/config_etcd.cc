@@ -28,8 +28,8 @@ EtcdConfigSource::EtcdConfigSource(Options options, EtcdClient* client, const Cl
       store_errors_(metrics->GetCounter("holdfast_store_errors_total",
                                         "Failed list or watch attempts against the store")),
       metrics_(metrics),
-      revision_gauge_(metrics->GetGauge("holdfast_store_revision",
-                                        "Store revision of the config in use")) {
+      revision_gauge_(
+          metrics->GetGauge("holdfast_store_revision", "Store revision of the config in use")) {
   health_.disconnected_since = clock_.Now();
   health_.last_error = "not connected yet";
   collector_ = metrics_->AddCollector([this](MetricWriter& out) {
@@ -82,8 +82,8 @@ void EtcdConfigSource::MarkConnected(int64_t revision) {
   if (!health_.connected) {
     LogInfo("etcd: connected to %s at revision %d (store was unreachable for %s)",
             client_->current_endpoint(), revision,
-            absl::FormatDuration(absl::Trunc(clock_.Now() - health_.disconnected_since,
-                                             absl::Milliseconds(100))));
+            absl::FormatDuration(
+                absl::Trunc(clock_.Now() - health_.disconnected_since, absl::Milliseconds(100))));
   }
   health_.connected = true;
   health_.last_contact = clock_.Now();
@@ -142,9 +142,9 @@ void EtcdConfigSource::WatchLoop() {
             }
             // Resume after the last event seen; only a progress notification
             // (no events) vouches for its header revision as a whole.
-            revision = std::max(revision, batch.events.empty()
-                                              ? batch.revision
-                                              : batch.events.back().kv.mod_revision);
+            revision =
+                std::max(revision, batch.events.empty() ? batch.revision
+                                                        : batch.events.back().kv.mod_revision);
             if (batch.events.empty()) {
               health_.revision = std::max(health_.revision, revision);
               revision_gauge_->Set(static_cast<double>(health_.revision));
@@ -213,19 +213,19 @@ void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::st
     ObjectStatus& status = (*key_statuses)[key];
     status.key = key;
     status.location = at;
-    status.Reject("", absl::StrCat("not an object key: expected ", config_prefix,
-                                   "KIND/NAMESPACE/NAME"),
-                  at);
+    status.Reject(
+        "", absl::StrCat("not an object key: expected ", config_prefix, "KIND/NAMESPACE/NAME"), at);
     return;
   }
   ObjectKey key{parts[0], parts[1], parts[2]};
   std::vector<FieldError>& invalid = input->invalid[key];
   if (decoded.syntax_error) {
-    invalid.push_back(FieldError{"", decoded.syntax_error->message,
-                                 decoded.syntax_error->location});
+    invalid.push_back(
+        FieldError{"", decoded.syntax_error->message, decoded.syntax_error->location});
   } else if (decoded.objects.size() != 1) {
     invalid.push_back(FieldError{
-        "", absl::StrCat("holds ", decoded.objects.size(), " objects; a key holds exactly one"), at});
+        "", absl::StrCat("holds ", decoded.objects.size(), " objects; a key holds exactly one"),
+        at});
   } else {
     const DecodedObject& object = decoded.objects.front();
     if (object.key && *object.key != key) {

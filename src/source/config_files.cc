@@ -17,11 +17,11 @@ TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
       status.key = key;
       status.location = file.syntax_error->location;
       auto last = last_readable.find(path);
-      status.Reject("", absl::StrCat(file.syntax_error->message,
-                                     last != last_readable.end()
-                                         ? "; serving what the file held before"
-                                         : ""),
-                    file.syntax_error->location);
+      status.Reject(
+          "",
+          absl::StrCat(file.syntax_error->message,
+                       last != last_readable.end() ? "; serving what the file held before" : ""),
+          file.syntax_error->location);
       status.serving_last_good = last != last_readable.end();
       if (last == last_readable.end()) continue;
       content = &last->second;
@@ -33,7 +33,8 @@ TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
         ObjectStatus& status = (*file_statuses)[key];
         status.key = key;
         status.location = decoded.location;
-        for (const FieldError& e : decoded.errors.errors()) status.Reject(e.path, e.message, e.location);
+        for (const FieldError& e : decoded.errors.errors())
+          status.Reject(e.path, e.message, e.location);
         continue;
       }
       definitions[*decoded.key].push_back(&decoded);
@@ -43,11 +44,11 @@ TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
     if (defined.size() > 1) {
       std::vector<std::string> places;
       for (const DecodedObject* d : defined) places.push_back(d->location.ToString());
-      input.invalid[key] = {FieldError{
-          "metadata.name",
-          absl::StrCat("defined ", defined.size(), " times (", absl::StrJoin(places, ", "),
-                       "); remove all but one"),
-          defined.back()->location}};
+      input.invalid[key] = {
+          FieldError{"metadata.name",
+                     absl::StrCat("defined ", defined.size(), " times (",
+                                  absl::StrJoin(places, ", "), "); remove all but one"),
+                     defined.back()->location}};
     } else if (defined.front()->object) {
       input.objects.emplace(key, *defined.front()->object);
     } else {
@@ -85,6 +86,5 @@ StatusMap ListingStatuses(const DirectoryListing& listing) {
   }
   return statuses;
 }
-
 
 }  // namespace holdfast

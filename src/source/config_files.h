@@ -29,5 +29,4 @@ DecodedFile ReadAndDecode(const std::string& path);
 // Rejected (its files keep what they held), a skipped entry is a Warning.
 StatusMap ListingStatuses(const DirectoryListing& listing);
 
-
 }  // namespace holdfast

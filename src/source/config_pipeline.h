@@ -30,7 +30,9 @@ class ConfigPipeline {
 
   // Thread-safe.
   StatusMap statuses() const;
-  void OnStatuses(std::function<void(const StatusMap&)> listener) { listener_ = std::move(listener); }
+  void OnStatuses(std::function<void(const StatusMap&)> listener) {
+    listener_ = std::move(listener);
+  }
 
  private:
   const std::string name_;

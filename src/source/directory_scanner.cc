@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
 #include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
@@ -61,8 +61,8 @@ class TreeWalk {
       fs::path target = fs::canonical(path, ec);
       if (ec) return;  // dangling: like a file that is not there
       if (!IsUnder(target, root_)) {
-        listing_.skipped[path.string()] = absl::StrCat(
-            "symlink to ", target.string(), ", outside ", root_.string(), "; not followed");
+        listing_.skipped[path.string()] = absl::StrCat("symlink to ", target.string(), ", outside ",
+                                                       root_.string(), "; not followed");
         return;
       }
     }
@@ -98,15 +98,13 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
   TreeWalk walk(root, extensions);
   if (!walk.List(directory)) {
     DirectoryListing failed = walk.Take();
-    return absl::UnavailableError(
-        absl::StrCat(directory, ": ", failed.unreadable.begin()->second));
+    return absl::UnavailableError(absl::StrCat(directory, ": ", failed.unreadable.begin()->second));
   }
   return walk.Take();
 }
 
 std::optional<DirectoryListing> ConfirmedScanner::Poll() {
-  absl::StatusOr<DirectoryListing> scan =
-      ScanDirectory(directory_, extensions_);
+  absl::StatusOr<DirectoryListing> scan = ScanDirectory(directory_, extensions_);
   if (!scan.ok()) {
     if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
     healthy_ = false;

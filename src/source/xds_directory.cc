@@ -92,8 +92,8 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
       files.insert(*it);
     }
   }
-  bool changed = scan.unreadable != listing_problems_.unreadable ||
-                 scan.skipped != listing_problems_.skipped;
+  bool changed =
+      scan.unreadable != listing_problems_.unreadable || scan.skipped != listing_problems_.skipped;
   listing_problems_ = {{}, scan.unreadable, scan.skipped};
   for (const auto& [path, fingerprint] : scan.files) {
     auto previous = files_.find(path);
@@ -115,7 +115,8 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
   //    what could not be read this time.
   std::vector<Rejection> rejections;
   for (const auto& [dir, why] : scan.unreadable) {
-    rejections.push_back({dir, 0, "", "", absl::StrCat(why, "; serving what it held before"), true});
+    rejections.push_back(
+        {dir, 0, "", "", absl::StrCat(why, "; serving what it held before"), true});
   }
   for (const auto& [path, why] : scan.skipped) rejections.push_back({path, 0, "", "", why});
   std::map<Key, Candidate> candidates;

@@ -67,8 +67,7 @@ class XdsDirectorySource {
   struct FileState;
 
  private:
-  absl::Status Apply(const DirectoryListing& scan)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   struct Served {
     ResourcePtr resource;

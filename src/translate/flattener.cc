@@ -35,8 +35,7 @@ std::vector<FlatRoute> Flattener::Flatten(const GatewayObject& owner,
 }
 
 std::vector<const GatewayObject*> Flattener::TablesOf(const GatewayObject& owner,
-                                                      const Route& route,
-                                                      const Delegate& delegate,
+                                                      const Route& route, const Delegate& delegate,
                                                       ObjectStatus& status,
                                                       std::vector<FlatRoute>* out) {
   std::vector<const GatewayObject*> tables;
@@ -48,8 +47,8 @@ std::vector<const GatewayObject*> Flattener::TablesOf(const GatewayObject& owner
                   absl::StrCat("route table ", ref.ns.empty() ? owner.meta.ns : ref.ns, "/",
                                ref.name, " not found; the route answers ", missing_status_),
                   route.location);
-      out->push_back(Synthesized(route, owner.meta.ns, &status, missing_status_,
-                                 "route table not found\n"));
+      out->push_back(
+          Synthesized(route, owner.meta.ns, &status, missing_status_, "route table not found\n"));
       continue;
     }
     tables.push_back(table);
@@ -100,8 +99,7 @@ void Flattener::Expand(const GatewayObject& owner, const std::vector<Route>& rou
         continue;
       }
       stack.push_back(table->key());
-      Expand(*table, std::get<RouteTableSpec>(table->spec).routes, PathPrefixOf(route), stack,
-             out);
+      Expand(*table, std::get<RouteTableSpec>(table->spec).routes, PathPrefixOf(route), stack, out);
       stack.pop_back();
     }
   }

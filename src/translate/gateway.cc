@@ -34,8 +34,8 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
     selected.push_back(vs);
   }
   if (spec.virtual_service_selector) {
-    for (const GatewayObject* vs : index.Select(
-             kind::kVirtualService, *spec.virtual_service_selector, gateway.meta.ns)) {
+    for (const GatewayObject* vs :
+         index.Select(kind::kVirtualService, *spec.virtual_service_selector, gateway.meta.ns)) {
       selected.push_back(vs);
     }
   }
@@ -43,9 +43,8 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
             [](const auto* a, const auto* b) { return a->key() < b->key(); });
   selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   // Services that could not be translated are Rejected on their own.
-  std::erase_if(selected, [&](const GatewayObject* vs) {
-    return !context.services->contains(vs->key());
-  });
+  std::erase_if(selected,
+                [&](const GatewayObject* vs) { return !context.services->contains(vs->key()); });
   const std::string gateway_id = gateway.key().ToString();
   std::stable_partition(selected.begin(), selected.end(), [&](const GatewayObject* vs) {
     return ServedBefore(*context.previous_owners, gateway_id, *vs);
@@ -56,9 +55,9 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
 
 // Appends the service's virtual host unless one of its domains is taken, in
 // which case the service is Rejected on this gateway. Returns whether added.
-bool AddService(const GatewayObject& gateway, const GatewayObject& vs,
-                const ServiceOutput& service, std::map<std::string, ObjectKey>& domain_owner,
-                GatewayOutput* out, std::string* routes_bytes) {
+bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const ServiceOutput& service,
+                std::map<std::string, ObjectKey>& domain_owner, GatewayOutput* out,
+                std::string* routes_bytes) {
   const std::string gateway_id = gateway.key().ToString();
   std::vector<std::string> conflicts;
   for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
@@ -70,9 +69,9 @@ bool AddService(const GatewayObject& gateway, const GatewayObject& vs,
   if (!conflicts.empty()) {
     ObjectStatus& status = out->statuses[vs.key()];
     status.key = vs.key();
-    status.Reject("spec.domains", absl::StrCat("conflicts on ", gateway_id, ": ",
-                                               absl::StrJoin(conflicts, ", "),
-                                               "; not served by that gateway"));
+    status.Reject("spec.domains",
+                  absl::StrCat("conflicts on ", gateway_id, ": ", absl::StrJoin(conflicts, ", "),
+                               "; not served by that gateway"));
     // Release the domains this service claimed before the conflict.
     std::erase_if(domain_owner, [&](const auto& entry) { return entry.second == vs.key(); });
     return false;
@@ -92,8 +91,8 @@ std::optional<FieldError> AddTls(const GatewayObject& gateway, const ObjectIndex
   if (!spec.tls->secret.name.empty()) {
     const GatewayObject* secret = index.Find(kind::kSecret, spec.tls->secret, gateway.meta.ns);
     if (secret == nullptr) {
-      return FieldError{"spec.tls.secretRef",
-                        absl::StrCat("secret ", spec.tls->secret.name, " not found"), {}};
+      return FieldError{
+          "spec.tls.secretRef", absl::StrCat("secret ", spec.tls->secret.name, " not found"), {}};
     }
     const auto& material = std::get<SecretSpec>(secret->spec);
     certificate->mutable_certificate_chain()->set_inline_string(material.certificate);
@@ -145,8 +144,8 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
     if (auto error = AddTls(gateway, *context.index, chain)) return error;
   }
   if (absl::Status valid = ValidateEnvoyResource(listener); !valid.ok()) {
-    return FieldError{"spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()),
-                      {}};
+    return FieldError{
+        "spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()), {}};
   }
   out->resources.push_back(Resource::FromBytes(
       routes_name, std::string(type_url::kRouteConfiguration), std::move(routes_bytes)));

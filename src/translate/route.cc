@@ -16,11 +16,20 @@ void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
 
 void ToStringMatcher(const StringMatch& match, StringMatcher* out) {
   switch (match.kind) {
-    case StringMatch::Kind::kExact: out->set_exact(match.value); break;
-    case StringMatch::Kind::kPrefix: out->set_prefix(match.value); break;
-    case StringMatch::Kind::kSuffix: out->set_suffix(match.value); break;
-    case StringMatch::Kind::kRegex: out->mutable_safe_regex()->set_regex(match.value); break;
-    case StringMatch::Kind::kPresent: break;
+    case StringMatch::Kind::kExact:
+      out->set_exact(match.value);
+      break;
+    case StringMatch::Kind::kPrefix:
+      out->set_prefix(match.value);
+      break;
+    case StringMatch::Kind::kSuffix:
+      out->set_suffix(match.value);
+      break;
+    case StringMatch::Kind::kRegex:
+      out->mutable_safe_regex()->set_regex(match.value);
+      break;
+    case StringMatch::Kind::kPresent:
+      break;
   }
 }
 
@@ -49,11 +58,21 @@ void AddHeaders(const HeaderEdits& edits,
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void ToLegacyHeaderMatcher(const StringMatch& match, route_v3::HeaderMatcher* out) {
   switch (match.kind) {
-    case StringMatch::Kind::kExact: out->set_exact_match(match.value); break;
-    case StringMatch::Kind::kPrefix: out->set_prefix_match(match.value); break;
-    case StringMatch::Kind::kSuffix: out->set_suffix_match(match.value); break;
-    case StringMatch::Kind::kRegex: out->mutable_safe_regex_match()->set_regex(match.value); break;
-    case StringMatch::Kind::kPresent: out->set_present_match(true); break;
+    case StringMatch::Kind::kExact:
+      out->set_exact_match(match.value);
+      break;
+    case StringMatch::Kind::kPrefix:
+      out->set_prefix_match(match.value);
+      break;
+    case StringMatch::Kind::kSuffix:
+      out->set_suffix_match(match.value);
+      break;
+    case StringMatch::Kind::kRegex:
+      out->mutable_safe_regex_match()->set_regex(match.value);
+      break;
+    case StringMatch::Kind::kPresent:
+      out->set_present_match(true);
+      break;
   }
 }
 #pragma GCC diagnostic pop
@@ -61,9 +80,15 @@ void ToLegacyHeaderMatcher(const StringMatch& match, route_v3::HeaderMatcher* ou
 route_v3::RouteMatch TranslateMatch(const RouteMatch& match, bool for_grpc) {
   route_v3::RouteMatch out;
   switch (match.path.kind) {
-    case StringMatch::Kind::kExact: out.set_path(match.path.value); break;
-    case StringMatch::Kind::kRegex: out.mutable_safe_regex()->set_regex(match.path.value); break;
-    default: out.set_prefix(match.path.value.empty() ? "/" : match.path.value); break;
+    case StringMatch::Kind::kExact:
+      out.set_path(match.path.value);
+      break;
+    case StringMatch::Kind::kRegex:
+      out.mutable_safe_regex()->set_regex(match.path.value);
+      break;
+    default:
+      out.set_prefix(match.path.value.empty() ? "/" : match.path.value);
+      break;
   }
   for (const HeaderMatch& header : match.headers) {
     auto* h = out.add_headers();
@@ -87,10 +112,11 @@ route_v3::RouteMatch TranslateMatch(const RouteMatch& match, bool for_grpc) {
     }
   }
   if (!match.methods.empty()) {
-    StringMatch method = match.methods.size() == 1
-                             ? StringMatch{StringMatch::Kind::kExact, match.methods[0]}
-                             : StringMatch{StringMatch::Kind::kRegex,
-                                           absl::StrCat("^(", absl::StrJoin(match.methods, "|"), ")$")};
+    StringMatch method =
+        match.methods.size() == 1
+            ? StringMatch{StringMatch::Kind::kExact, match.methods[0]}
+            : StringMatch{StringMatch::Kind::kRegex,
+                          absl::StrCat("^(", absl::StrJoin(match.methods, "|"), ")$")};
     auto* h = out.add_headers();
     h->set_name(":method");
     if (for_grpc) {
@@ -106,11 +132,11 @@ void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& r
                      const std::string& field, const RouteTarget& target, ObjectStatus* status,
                      route_v3::Route* out) {
   const std::string full = absl::StrCat(ref.ns.empty() ? ns : ref.ns, "/", ref.name);
-  status->Warn(absl::StrCat(route.path, ".", field),
-               absl::StrCat("upstream ", full, " not found; the route answers ",
-                            target.missing_upstream_status,
-                            " (gRPC clients: RPCs fail UNAVAILABLE)"),
-               route.location);
+  status->Warn(
+      absl::StrCat(route.path, ".", field),
+      absl::StrCat("upstream ", full, " not found; the route answers ",
+                   target.missing_upstream_status, " (gRPC clients: RPCs fail UNAVAILABLE)"),
+      route.location);
   out->clear_route();
   if (target.for_grpc) {
     // gRPC clients take only forwarding routes (grpc-js rejects the whole
@@ -130,8 +156,8 @@ bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
 // ":" appears in no object name, so no Upstream can ever share this name.
 const char kUnroutableCluster[] = "holdfast:unroutable";
 
-route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
-                               const RouteTarget& target, ObjectStatus* status) {
+route_v3::Route TranslateRoute(const Route& route, const std::string& ns, const RouteTarget& target,
+                               ObjectStatus* status) {
   route_v3::Route out;
   if (!route.name.empty()) out.set_name(route.name);
   *out.mutable_match() = TranslateMatch(route.match, target.for_grpc);
@@ -196,11 +222,21 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns,
     if (!redirect->prefix_rewrite.empty()) r->set_prefix_rewrite(redirect->prefix_rewrite);
     if (redirect->https) r->set_https_redirect(true);
     switch (redirect->code) {
-      case 302: r->set_response_code(route_v3::RedirectAction::FOUND); break;
-      case 303: r->set_response_code(route_v3::RedirectAction::SEE_OTHER); break;
-      case 307: r->set_response_code(route_v3::RedirectAction::TEMPORARY_REDIRECT); break;
-      case 308: r->set_response_code(route_v3::RedirectAction::PERMANENT_REDIRECT); break;
-      default: r->set_response_code(route_v3::RedirectAction::MOVED_PERMANENTLY); break;
+      case 302:
+        r->set_response_code(route_v3::RedirectAction::FOUND);
+        break;
+      case 303:
+        r->set_response_code(route_v3::RedirectAction::SEE_OTHER);
+        break;
+      case 307:
+        r->set_response_code(route_v3::RedirectAction::TEMPORARY_REDIRECT);
+        break;
+      case 308:
+        r->set_response_code(route_v3::RedirectAction::PERMANENT_REDIRECT);
+        break;
+      default:
+        r->set_response_code(route_v3::RedirectAction::MOVED_PERMANENTLY);
+        break;
     }
   } else if (const auto* direct = std::get_if<DirectResponse>(&route.action)) {
     out.mutable_direct_response()->set_status(direct->status);

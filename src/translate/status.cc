@@ -4,9 +4,12 @@ namespace holdfast {
 
 const char* StatusStateName(StatusState state) {
   switch (state) {
-    case StatusState::kAccepted: return "Accepted";
-    case StatusState::kWarning: return "Warning";
-    case StatusState::kRejected: return "Rejected";
+    case StatusState::kAccepted:
+      return "Accepted";
+    case StatusState::kWarning:
+      return "Warning";
+    case StatusState::kRejected:
+      return "Rejected";
   }
   return "?";
 }

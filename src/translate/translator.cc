@@ -12,6 +12,8 @@
 namespace holdfast {
 
 struct Translator::Pass {
+  Pass(StatusMap& statuses, std::vector<ResourcePtr>& resources)
+      : statuses(statuses), resources(resources) {}
   StatusMap& statuses;
   std::vector<ResourcePtr>& resources;
   // The objects in effect: valid ones, and the last accepted version of
@@ -43,7 +45,7 @@ std::vector<ResourcePtr> UnroutableCluster() {
 
 TranslationOutput Translator::Translate(const TranslationInput& input) {
   TranslationOutput output;
-  Pass pass{output.statuses, output.resources};
+  Pass pass(output.statuses, output.resources);
   CollectEffective(input, pass);
   TranslateUpstreams(pass);
   for (const auto& [key, object] : pass.effective) pass.index.Add(object);
@@ -97,9 +99,9 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
   out.warnings = scratch.reasons;
   for (const ResourcePtr& resource : out.resources) {
     if (absl::Status valid = ValidateEnvoyResource(*resource->message()); !valid.ok()) {
-      out.error = FieldError{"spec", absl::StrCat("Envoy would refuse its ",
-                                                  TypeNameOf(resource->type_url()), ": ",
-                                                  valid.message()),
+      out.error = FieldError{"spec",
+                             absl::StrCat("Envoy would refuse its ",
+                                          TypeNameOf(resource->type_url()), ": ", valid.message()),
                              {}};
     }
   }
@@ -207,7 +209,8 @@ void Translator::AddGrpcListeners(Pass& pass) {
   }
   std::map<std::string, ObjectKey> listener_owner;
   std::vector<const GatewayObject*> services = pass.index.OfKind(kind::kVirtualService);
-  std::erase_if(services, [&](const GatewayObject* vs) { return !service_cache_.contains(vs->key()); });
+  std::erase_if(services,
+                [&](const GatewayObject* vs) { return !service_cache_.contains(vs->key()); });
   std::stable_partition(services.begin(), services.end(), [&](const GatewayObject* vs) {
     return ServedBefore(domain_owners_, "", *vs);
   });
@@ -218,8 +221,8 @@ void Translator::AddGrpcListeners(Pass& pass) {
       auto [owner, fresh] = listener_owner.emplace(domain, vs->key());
       if (!fresh) {
         pass.statuses[vs->key()].Warn(
-            "spec.domains", absl::StrCat("gRPC clients of ", domain, " are served by ",
-                                         owner->second.ToString()));
+            "spec.domains",
+            absl::StrCat("gRPC clients of ", domain, " are served by ", owner->second.ToString()));
         continue;
       }
       pass.next_owners[{"", domain}] = vs->key();

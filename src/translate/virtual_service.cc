@@ -60,9 +60,10 @@ VirtualHosts TranslateRoutes(const GatewayObject& vs, const ServiceContext& cont
 }
 
 absl::Status Refused(absl::string_view what, const absl::Status& status) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("Envoy would refuse its ", what, " (every service sharing it would be "
-                   "refused too): ", status.message()));
+  return absl::InvalidArgumentError(absl::StrCat("Envoy would refuse its ", what,
+                                                 " (every service sharing it would be "
+                                                 "refused too): ",
+                                                 status.message()));
 }
 
 }  // namespace

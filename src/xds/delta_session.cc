@@ -66,7 +66,7 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   }
 
   if (absl::Status allowed = limits_.CheckNames(state.subscription.names().size() +
-                                                 request.resource_names_subscribe().size());
+                                                request.resource_names_subscribe().size());
       !allowed.ok()) {
     return allowed;  // checked before the work, which grows with the names
   }

@@ -12,8 +12,8 @@
 #include "src/snapshot/snapshot.h"
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
-#include "src/xds/subscription.h"
 #include "src/xds/stream_limits.h"
+#include "src/xds/subscription.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 
@@ -37,9 +37,8 @@ namespace holdfast {
 // ViewCache::Changed(S, new, N), computed once for every stream at S with N.
 class DeltaSession {
  public:
-  DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
-               XdsStats* stats, ViewCache* views,
-              StreamLimits limits = {});
+  DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy, XdsStats* stats,
+               ViewCache* views, StreamLimits limits = {});
 
   absl::Status OnRequest(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
   void OnSnapshot(SnapshotPtr snapshot);
@@ -76,7 +75,8 @@ class DeltaSession {
   bool AnyPending(std::initializer_list<absl::string_view> types) const;
   // Records that the client holds the current snapshot's view of what it
   // asks for, plus the clusters in `still_held` whose removal was deferred.
-  void Rebase(const std::string& type, TypeState& state, const std::vector<std::string>& still_held);
+  void Rebase(const std::string& type, TypeState& state,
+              const std::vector<std::string>& still_held);
 
   const std::string fixed_type_url_;
   const StreamLimits limits_;

@@ -64,8 +64,8 @@ ListenerAction ListenerMonitor::Observe(const ListenerObservation& observation) 
 
 void ListenerMonitor::CheckAccepting(const ListenerObservation& observation) {
   if (observation.failures.count > failures_baseline_) {
-    Die(observation.now, absl::StrCat("gRPC stopped accepting (\"", observation.failures.last,
-                                      "\")"));
+    Die(observation.now,
+        absl::StrCat("gRPC stopped accepting (\"", observation.failures.last, "\")"));
     return;
   }
   const uint64_t queued = observation.queued.value_or(0);
@@ -79,8 +79,9 @@ void ListenerMonitor::CheckAccepting(const ListenerObservation& observation) {
   if (!queued_since_.has_value()) queued_since_ = observation.now;
   const absl::Duration stuck = observation.now - *queued_since_;
   if (stuck >= options_.stuck_after) {
-    Die(*queued_since_, absl::StrCat(*observation.queued, " connections waiting to be accepted for ",
-                                     WholeSeconds(stuck)));
+    Die(*queued_since_,
+        absl::StrCat(*observation.queued, " connections waiting to be accepted for ",
+                     WholeSeconds(stuck)));
   }
 }
 
@@ -102,9 +103,9 @@ bool ListenerMonitor::CanStart(const ListenerObservation& observation) {
     waiting_for_.clear();
     return true;
   }
-  waiting_for_ = absl::StrCat(fds.exhausted ? "all" : absl::StrCat(fds.open), " of ", fds.limit,
-                              " file descriptors open; a new listener starts once ", reserve,
-                              " are free");
+  waiting_for_ =
+      absl::StrCat(fds.exhausted ? "all" : absl::StrCat(fds.open), " of ", fds.limit,
+                   " file descriptors open; a new listener starts once ", reserve, " are free");
   return false;
 }
 

@@ -55,9 +55,9 @@ class Protocol : public StreamProtocol {
   // Whether one more request may be read now.
   absl::Status Admit() {
     if (requests_.TryTake()) return absl::OkStatus();
-    return absl::ResourceExhaustedError(
-        absl::StrCat("more than ", limits_.requests_per_second, " requests per second (burst ",
-                     limits_.request_burst, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat("more than ", limits_.requests_per_second,
+                                                     " requests per second (burst ",
+                                                     limits_.request_burst, ")"));
   }
 
   Session session_;

@@ -12,8 +12,8 @@
 #include "src/xds/proxy_state.h"
 #include "src/xds/response.h"
 #include "src/xds/sotw_request.h"
-#include "src/xds/subscription.h"
 #include "src/xds/stream_limits.h"
+#include "src/xds/subscription.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
 

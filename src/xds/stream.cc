@@ -45,11 +45,10 @@ bool XdsStream::EndWithoutFirstRequest() {
   LogDebug("xds stream %d (%s, %s): no request within %s, ending it", id_, kind_,
            proxy_->View().peer, absl::FormatDuration(context_.first_request->timeout()));
   // DEADLINE_EXCEEDED: the client let a deadline pass; it is told which one.
-  FinishLocked(grpc::Status(
-      grpc::StatusCode::DEADLINE_EXCEEDED,
-      absl::StrCat("holdfast: no DiscoveryRequest within ",
-                   absl::FormatDuration(context_.first_request->timeout()),
-                   " of opening the stream (--xds-first-request-timeout)")));
+  FinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                            absl::StrCat("holdfast: no DiscoveryRequest within ",
+                                         absl::FormatDuration(context_.first_request->timeout()),
+                                         " of opening the stream (--xds-first-request-timeout)")));
   return true;
 }
 

@@ -54,8 +54,8 @@ struct StreamContext {
 };
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
-                                                             ProxyState* proxy,
-                                                             const StreamContext& context);
+                                                            ProxyState* proxy,
+                                                            const StreamContext& context);
 std::unique_ptr<StreamProtocol> MakeSotwProtocol(std::string fixed_type_url, ProxyState* proxy,
                                                  const StreamContext& context);
 std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, ProxyState* proxy,

@@ -26,8 +26,8 @@ struct StreamLimits {
   // Whether a stream already subscribed to `types_held` types may add `type`.
   absl::Status CheckNewType(absl::string_view type, size_t types_held) const {
     if (type.size() > max_type_url_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "type_url is ", type.size(), " bytes; the limit is ", max_type_url_bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("type_url is ", type.size(), " bytes; the limit is ", max_type_url_bytes));
     }
     if (types_held >= max_types) {
       return absl::ResourceExhaustedError(
@@ -38,8 +38,8 @@ struct StreamLimits {
 
   absl::Status CheckNames(size_t names) const {
     if (names <= max_names_per_type) return absl::OkStatus();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a stream may subscribe to at most ", max_names_per_type, " names of one type"));
+    return absl::ResourceExhaustedError(absl::StrCat("a stream may subscribe to at most ",
+                                                     max_names_per_type, " names of one type"));
   }
 };
 

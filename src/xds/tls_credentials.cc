@@ -25,7 +25,8 @@ std::string OpenSslError() {
 
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
   absl::StatusOr<std::string> pem = ReadRegularFile(path, kMaxPemBytes);
-  if (!pem.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
+  if (!pem.ok())
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
   return pem;
 }
 
@@ -37,16 +38,16 @@ absl::Status CheckKeyPair(const XdsTlsOptions& tls, const std::string& cert_pem,
   X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
   BIO_free(cert_bio);
   if (cert == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-cert ", tls.cert_file, ": not a PEM certificate (", OpenSslError(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-cert ", tls.cert_file, ": not a PEM certificate (", OpenSslError(), ")"));
   }
   absl::Cleanup free_cert = [cert] { X509_free(cert); };
   BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
   EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
   BIO_free(key_bio);
   if (key == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("--tls-key ", tls.key_file,
-                                                   ": not a PEM private key (", OpenSslError(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-key ", tls.key_file, ": not a PEM private key (", OpenSslError(), ")"));
   }
   absl::Cleanup free_key = [key] { EVP_PKEY_free(key); };
   if (X509_check_private_key(cert, key) != 1) {
@@ -82,8 +83,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeXdsCredentials(
     absl::StatusOr<std::string> ca = ReadPem("--tls-client-ca", tls.client_ca_file);
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
 }

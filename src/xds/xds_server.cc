@@ -61,8 +61,8 @@ constexpr Method kMethods[] = {
      "rtds-delta"},
     {"/envoy.service.route.v3.ScopedRoutesDiscoveryService/StreamScopedRoutes", false,
      kScopedRoutes, "srds-sotw"},
-    {"/envoy.service.route.v3.ScopedRoutesDiscoveryService/DeltaScopedRoutes", true,
-     kScopedRoutes, "srds-delta"},
+    {"/envoy.service.route.v3.ScopedRoutesDiscoveryService/DeltaScopedRoutes", true, kScopedRoutes,
+     "srds-delta"},
     {"/envoy.service.route.v3.VirtualHostDiscoveryService/DeltaVirtualHosts", true, kVirtualHost,
      "vhds-delta"},
     {"/envoy.service.extension.v3.ExtensionConfigDiscoveryService/StreamExtensionConfigs", false,
@@ -83,8 +83,7 @@ class Unimplemented : public grpc::ServerGenericBidiReactor {
 
 // gRPC takes durations as int milliseconds.
 int ChannelArgMs(absl::Duration duration) {
-  return static_cast<int>(
-      std::clamp<int64_t>(absl::ToInt64Milliseconds(duration), 1, INT_MAX));
+  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(duration), 1, INT_MAX));
 }
 
 }  // namespace
@@ -93,8 +92,7 @@ class XdsServer::Service : public grpc::CallbackGenericService {
  public:
   explicit Service(const StreamContext& context) : context_(context) {}
 
-  grpc::ServerGenericBidiReactor* CreateReactor(
-      grpc::GenericCallbackServerContext* ctx) override {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     for (const Method& method : kMethods) {
       if (ctx->method() != method.path) continue;
       return XdsStream::Start(context_, std::string(method.kind),
@@ -270,8 +268,8 @@ void XdsServer::StopListening() {
   for (const ListeningSocket& socket : FindListeningSockets(port_)) {
     // Only this generation's sockets; none found at its start: any on the port.
     if (!current.listening_inodes.empty() &&
-        std::find(current.listening_inodes.begin(), current.listening_inodes.end(),
-                  socket.inode) == current.listening_inodes.end()) {
+        std::find(current.listening_inodes.begin(), current.listening_inodes.end(), socket.inode) ==
+            current.listening_inodes.end()) {
       continue;
     }
     // SHUT_RD on a listening socket stops it listening (the kernel resets
@@ -296,9 +294,10 @@ void XdsServer::StartListening() {
     return;
   }
   (*next)->number = generations_.back()->number + 1;
-  LogInfo("xds: port %d accepts connections again (listener %d; streams opened before keep being "
-          "served by the earlier ones)",
-          port_, (*next)->number);
+  LogInfo(
+      "xds: port %d accepts connections again (listener %d; streams opened before keep being "
+      "served by the earlier ones)",
+      port_, (*next)->number);
   generations_.push_back(std::move(*next));
   monitor_->Started(failures_before);
   metrics_.restarts->Increment();

@@ -6,7 +6,6 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-
 #include "src/common/metrics.h"
 
 namespace holdfast {

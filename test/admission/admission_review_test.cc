@@ -50,11 +50,12 @@ TEST(AdmissionReviewTest, ADecodeErrorIsDeniedWithItsFieldPath) {
 }
 
 TEST(AdmissionReviewTest, WhatEnvoyWouldRefuseIsDenied) {
-  nlohmann::json upstream = {
-      {"apiVersion", "holdfast.dev/v1"},
-      {"kind", "Upstream"},
-      {"metadata", {{"name", "api"}, {"namespace", "shop"}}},
-      {"spec", {{"hosts", {{{"address", "10.0.0.1"}, {"port", 80}}}}, {"tls", {{"sni", std::string(300, 'a')}}}}}};
+  nlohmann::json upstream = {{"apiVersion", "holdfast.dev/v1"},
+                             {"kind", "Upstream"},
+                             {"metadata", {{"name", "api"}, {"namespace", "shop"}}},
+                             {"spec",
+                              {{"hosts", {{{"address", "10.0.0.1"}, {"port", 80}}}},
+                               {"tls", {{"sni", std::string(300, 'a')}}}}}};
   nlohmann::json answer = ReviewAdmission(Review(upstream));
   ASSERT_EQ(answer["response"]["allowed"], false) << answer.dump(2);
   EXPECT_TRUE(absl::StrContains(answer["response"]["status"]["message"].get<std::string>(),
@@ -77,7 +78,8 @@ TEST(AdmissionReviewTest, ReferencesToObjectsNotYetCreatedAreAllowed) {
 
 TEST(AdmissionReviewTest, GarbageIsAnsweredNotThrown) {
   EXPECT_EQ(ReviewAdmission(nlohmann::json("x"))["response"]["status"]["code"], 400);
-  EXPECT_EQ(ReviewAdmission(nlohmann::json::parse("{\"request\": {\"uid\": \"d\"}}"))["response"]["allowed"],
+  EXPECT_EQ(ReviewAdmission(
+                nlohmann::json::parse("{\"request\": {\"uid\": \"d\"}}"))["response"]["allowed"],
             true)
       << "a DELETE carries no object";
   EXPECT_EQ(ReviewAdmission(Review(nlohmann::json::object()))["response"]["allowed"], false);

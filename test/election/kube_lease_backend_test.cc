@@ -86,7 +86,9 @@ LeaseElector::Options Options(const std::string& id) {
 
 struct Replica {
   Replica(const std::string& id, FakeLeaseStore* store, const Clock& clock)
-      : view(store), backend(id, &view, clock), elector(Options(id), &backend, clock, random, &metrics) {}
+      : view(store),
+        backend(id, &view, clock),
+        elector(Options(id), &backend, clock, random, &metrics) {}
   ReplicaView view;
   FixedRandom random{0.5};
   MetricsRegistry metrics;

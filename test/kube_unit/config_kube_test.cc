@@ -26,21 +26,27 @@ nlohmann::json Service(const std::string& regex) {
 }
 
 TEST(KubeDecoderTextTest, KeepsIdentityAndSpecOnly) {
-  nlohmann::json object = {
-      {"apiVersion", "holdfast.dev/v1"},
-      {"kind", "Upstream"},
-      {"metadata",
-       {{"name", "api"}, {"namespace", "shop"}, {"labels", {{"tier", "web"}}},
-        {"uid", "u"}, {"resourceVersion", "12"}, {"generation", 3},
-        {"managedFields", nlohmann::json::array()}, {"annotations", {{"a", "b"}}}}},
-      {"spec", {{"hosts", nlohmann::json::array()}}},
-      {"status", {{"state", "Accepted"}}}};
+  nlohmann::json object = {{"apiVersion", "holdfast.dev/v1"},
+                           {"kind", "Upstream"},
+                           {"metadata",
+                            {{"name", "api"},
+                             {"namespace", "shop"},
+                             {"labels", {{"tier", "web"}}},
+                             {"uid", "u"},
+                             {"resourceVersion", "12"},
+                             {"generation", 3},
+                             {"managedFields", nlohmann::json::array()},
+                             {"annotations", {{"a", "b"}}}}},
+                           {"spec", {{"hosts", nlohmann::json::array()}}},
+                           {"status", {{"state", "Accepted"}}}};
   nlohmann::json text = nlohmann::json::parse(KubeConfigSource::DecoderText(object));
-  EXPECT_EQ(text, (nlohmann::json{{"apiVersion", "holdfast.dev/v1"},
-                                  {"kind", "Upstream"},
-                                  {"metadata", {{"name", "api"}, {"namespace", "shop"},
-                                                {"labels", {{"tier", "web"}}}}},
-                                  {"spec", {{"hosts", nlohmann::json::array()}}}}));
+  EXPECT_EQ(
+      text,
+      (nlohmann::json{
+          {"apiVersion", "holdfast.dev/v1"},
+          {"kind", "Upstream"},
+          {"metadata", {{"name", "api"}, {"namespace", "shop"}, {"labels", {{"tier", "web"}}}}},
+          {"spec", {{"hosts", nlohmann::json::array()}}}}));
 }
 
 class KubeSourceTest : public ::testing::Test {
@@ -53,12 +59,12 @@ class KubeSourceTest : public ::testing::Test {
     KubeConfigSource::Options options;
     options.apply_interval = absl::Milliseconds(20);
     options.min_backoff = absl::Milliseconds(10);
-    source_ = std::make_unique<KubeConfigSource>(
-        options, &api_, Clock::Real(), Random::Real(), &metrics_, [this](SnapshotPtr s) {
-          absl::MutexLock lock(&mu_);
-          latest_ = std::move(s);
-          ++published_;
-        });
+    source_ = std::make_unique<KubeConfigSource>(options, &api_, Clock::Real(), Random::Real(),
+                                                 &metrics_, [this](SnapshotPtr s) {
+                                                   absl::MutexLock lock(&mu_);
+                                                   latest_ = std::move(s);
+                                                   ++published_;
+                                                 });
     source_->Start();
   }
   // Waits up to 20 s for `condition`; the condition is the assertion.
@@ -76,8 +82,8 @@ class KubeSourceTest : public ::testing::Test {
   bool Serves(const std::string& text) {
     absl::MutexLock lock(&mu_);
     if (latest_ == nullptr) return false;
-    const auto& endpoints = latest_->Resources(
-        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
+    const auto& endpoints =
+        latest_->Resources("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
     auto it = endpoints.find("shop/api");
     return it != endpoints.end() && it->second->message() != nullptr &&
            absl::StrContains(it->second->message()->ShortDebugString(), text);

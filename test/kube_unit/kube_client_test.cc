@@ -7,6 +7,8 @@
 //                                      watch is open; the driver then
 //                                      blackholes the proxy
 // Skipped when those are not set.
+#include "src/kube/kube_client.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -16,7 +18,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "src/kube/kube_client.h"
 
 namespace holdfast {
 namespace {
@@ -55,14 +56,14 @@ class KubeClientTest : public ::testing::Test {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     ns_ = absl::AsciiStrToLower(absl::StrCat("client-", info->name()));
     ns_ = ns_.substr(0, 60);
-    ASSERT_TRUE(admin_
-                    ->Send("PATCH", absl::StrCat("/api/v1/namespaces/", ns_, "?fieldManager=test"),
-                           nlohmann::json{{"apiVersion", "v1"},
-                                          {"kind", "Namespace"},
-                                          {"metadata", {{"name", ns_}}}}
-                               .dump(),
-                           "application/apply-patch+yaml")
-                    .ok());
+    ASSERT_TRUE(
+        admin_
+            ->Send("PATCH", absl::StrCat("/api/v1/namespaces/", ns_, "?fieldManager=test"),
+                   nlohmann::json{
+                       {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}}
+                       .dump(),
+                   "application/apply-patch+yaml")
+            .ok());
   }
 
   nlohmann::json Apply(const nlohmann::json& object) {
@@ -152,8 +153,8 @@ TEST_F(KubeClientTest, WatchEndsWithABookmarkAtItsTimeout) {
                            other.dump(), "application/apply-patch+yaml")
                     .ok());
   });
-  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
-                           .timeout = absl::Seconds(8)};
+  KubeWatchRequest request{
+      .ns = ns_, .resource_version = list->resource_version, .timeout = absl::Seconds(8)};
   absl::Status ended = admin_->Watch(
       kUpstreams, request, [&] { opened.Notify(); },
       [&](const KubeWatchEvent& e) { events.push_back(e); }, nullptr);
@@ -169,7 +170,8 @@ TEST_F(KubeClientTest, TooOldVersionIsGone) {
   Apply(Upstream(ns_, "a", 1));
   // Older than anything the watch cache holds.
   KubeWatchRequest request{.ns = ns_, .resource_version = "1", .timeout = absl::Seconds(10)};
-  absl::Status ended = admin_->Watch(kUpstreams, request, [] {}, [](const KubeWatchEvent&) {}, nullptr);
+  absl::Status ended = admin_->Watch(
+      kUpstreams, request, [] {}, [](const KubeWatchEvent&) {}, nullptr);
   EXPECT_TRUE(IsGone(ended)) << ended;
 }
 
@@ -182,8 +184,8 @@ TEST_F(KubeClientTest, StopEndsAWatchPromptly) {
     stop.Notify();
   });
   const absl::Time start = absl::Now();
-  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
-                           .timeout = absl::Minutes(5)};
+  KubeWatchRequest request{
+      .ns = ns_, .resource_version = list->resource_version, .timeout = absl::Minutes(5)};
   absl::Status ended = admin_->Watch(
       kUpstreams, request, [&] { opened.Notify(); }, [](const KubeWatchEvent&) {}, &stop);
   stopper.join();
@@ -227,7 +229,8 @@ TEST_F(KubeClientTest, LeastPrivilegedUserReadsAndWritesStatusOnly) {
   absl::Status spec_write =
       holdfast->Send("PUT", absl::StrCat(kUpstreams.Path(ns_), "/a"), object->dump()).status();
   EXPECT_TRUE(absl::IsPermissionDenied(spec_write)) << spec_write;
-  absl::Status secrets = holdfast->Send("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/secrets"), "").status();
+  absl::Status secrets =
+      holdfast->Send("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/secrets"), "").status();
   EXPECT_TRUE(absl::IsPermissionDenied(secrets)) << secrets;
 
   KubeConfig wrong = holdfast->config();
@@ -259,8 +262,8 @@ TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
   ASSERT_TRUE(list.ok()) << list.status();
   const absl::Time start = absl::Now();
   absl::Time opened_at;
-  KubeWatchRequest request{.ns = ns_, .resource_version = list->resource_version,
-                           .timeout = absl::Seconds(4)};
+  KubeWatchRequest request{
+      .ns = ns_, .resource_version = list->resource_version, .timeout = absl::Seconds(4)};
   absl::Status ended = proxied->Watch(
       kUpstreams, request,
       [&] {
@@ -273,8 +276,8 @@ TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
   // Silent for the server's timeout plus the grace: not before.
   EXPECT_GE(absl::Now() - opened_at, absl::Seconds(6));
   std::cerr << "stall detected after " << absl::FormatDuration(absl::Now() - opened_at)
-            << " (watch timeout 4s + grace 2s); whole call " << absl::FormatDuration(absl::Now() - start)
-            << "\n";
+            << " (watch timeout 4s + grace 2s); whole call "
+            << absl::FormatDuration(absl::Now() - start) << "\n";
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ clusters:
 - name: kube
   cluster:
     server: https://127.0.0.1:6443/
-)", cluster_extra, R"(
+)",
+                      cluster_extra, R"(
 - name: other
   cluster: {server: "https://10.0.0.1:443"}
 contexts:
@@ -50,7 +51,8 @@ contexts:
 users:
 - name: admin
   user:
-)", user_body, "\n");
+)",
+                      user_body, "\n");
 }
 
 TEST(KubeconfigTest, CurrentContextWithInlineCaAndToken) {
@@ -109,7 +111,8 @@ TEST(KubeconfigTest, ErrorsNameTheKeyPath) {
        "users[name=admin].user.client-key: required"},
       {"exec plugin", Kubeconfig("", "    exec: {command: aws}"),
        "users[name=admin].user.exec: not supported"},
-      {"no such context", "current-context: nope\ncontexts: []\n", "contexts: no entry named \"nope\""},
+      {"no such context", "current-context: nope\ncontexts: []\n",
+       "contexts: no entry named \"nope\""},
       {"no current context", "clusters: []\n", "current-context: not set"},
       {"not a map", "- a\n", "must be a map"},
   };
@@ -123,8 +126,9 @@ TEST(KubeconfigTest, ErrorsNameTheKeyPath) {
 }
 
 TEST(KubeconfigTest, InsecureAcceptedOnlyWhenAllowed) {
-  absl::StatusOr<KubeConfig> config = ParseKubeconfig(
-      Kubeconfig("    insecure-skip-tls-verify: true", "    token: t"), "/k", {.allow_insecure = true});
+  absl::StatusOr<KubeConfig> config =
+      ParseKubeconfig(Kubeconfig("    insecure-skip-tls-verify: true", "    token: t"), "/k",
+                      {.allow_insecure = true});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->insecure_skip_tls_verify);
 }
@@ -142,7 +146,8 @@ TEST(InClusterTest, ReadsTheServiceAccountFromItsRoot) {
   EXPECT_EQ(config->token_file, dir.path() + "/token");
   EXPECT_EQ(config->ns, "holdfast-system");
 
-  absl::StatusOr<KubeConfig> v6 = LoadInCluster({.root = dir.path(), .host = "fd00::1", .port = "443"});
+  absl::StatusOr<KubeConfig> v6 =
+      LoadInCluster({.root = dir.path(), .host = "fd00::1", .port = "443"});
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6->server, "https://[fd00::1]:443");
 }

@@ -141,10 +141,10 @@ TEST_F(ReflectorTest, FailuresBackOffExponentiallyAndHealthSaysWhy) {
     clock_.Advance(waits.back());
   }
   // Half of a window that doubles from 200 ms up to 5 s (FixedRandom(0)).
-  std::vector<absl::Duration> expected = {
-      absl::Milliseconds(100), absl::Milliseconds(200), absl::Milliseconds(400),
-      absl::Milliseconds(800), absl::Milliseconds(1600), absl::Milliseconds(2500),
-      absl::Milliseconds(2500)};
+  std::vector<absl::Duration> expected = {absl::Milliseconds(100),  absl::Milliseconds(200),
+                                          absl::Milliseconds(400),  absl::Milliseconds(800),
+                                          absl::Milliseconds(1600), absl::Milliseconds(2500),
+                                          absl::Milliseconds(2500)};
   EXPECT_EQ(waits, expected);
   Reflector::Health health = reflector->health();
   EXPECT_FALSE(health.connected);
@@ -209,12 +209,18 @@ struct HttpCase {
 
 TEST(StatusFromHttpTest, MapsCodesOnce) {
   const std::vector<HttpCase> cases = {
-      {200, absl::StatusCode::kOk},           {201, absl::StatusCode::kOk},
-      {401, absl::StatusCode::kUnauthenticated}, {403, absl::StatusCode::kPermissionDenied},
-      {404, absl::StatusCode::kNotFound},     {409, absl::StatusCode::kAborted},
-      {410, absl::StatusCode::kOutOfRange},   {422, absl::StatusCode::kInvalidArgument},
-      {429, absl::StatusCode::kUnavailable},  {500, absl::StatusCode::kUnavailable},
-      {503, absl::StatusCode::kUnavailable},  {504, absl::StatusCode::kDeadlineExceeded},
+      {200, absl::StatusCode::kOk},
+      {201, absl::StatusCode::kOk},
+      {401, absl::StatusCode::kUnauthenticated},
+      {403, absl::StatusCode::kPermissionDenied},
+      {404, absl::StatusCode::kNotFound},
+      {409, absl::StatusCode::kAborted},
+      {410, absl::StatusCode::kOutOfRange},
+      {422, absl::StatusCode::kInvalidArgument},
+      {429, absl::StatusCode::kUnavailable},
+      {500, absl::StatusCode::kUnavailable},
+      {503, absl::StatusCode::kUnavailable},
+      {504, absl::StatusCode::kDeadlineExceeded},
   };
   for (const HttpCase& c : cases) {
     EXPECT_EQ(StatusFromHttp(c.code, "", "").code(), c.expected) << c.code;

@@ -19,66 +19,90 @@ struct DecodeCase {
 TEST(DecodeTest, FieldPathsAndLines) {
   std::vector<DecodeCase> cases = {
       {"valid upstream", "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}]\n", {}},
-      {"port range", "kind: Upstream\nspec:\n  hosts:\n  - {address: 10.0.0.1, port: 0}\n",
+      {"port range",
+       "kind: Upstream\nspec:\n  hosts:\n  - {address: 10.0.0.1, port: 0}\n",
        {"6: spec.hosts[0].port: must be between 1 and 65535"}},
       {"missing hosts", "kind: Upstream\nspec: {connectTimeout: 1s}\n", {"spec.hosts: required"}},
-      {"bad duration", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  connectTimeout: soon\n",
+      {"bad duration",
+       "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  connectTimeout: soon\n",
        {"6: spec.connectTimeout: expected a duration"}},
-      {"bad lb", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  loadBalancing: Magic\n",
+      {"bad lb",
+       "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  loadBalancing: Magic\n",
        {"spec.loadBalancing: must be one of"}},
-      {"unknown field", "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  colour: red\n",
+      {"unknown field",
+       "kind: Upstream\nspec:\n  hosts: [{address: a, port: 1}]\n  colour: red\n",
        {"6: spec.colour: unknown field"}},
       {"bad regex",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {regex: \"(\"}\n    upstream: u\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {regex: \"(\"}\n    "
+       "upstream: u\n",
        {"7: spec.routes[0].match.regex: invalid regex"}},
       {"two actions",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    directResponse: {status: 200}\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    "
+       "directResponse: {status: 200}\n",
        {"spec.routes[0]: a route has exactly one action"}},
-      {"no action", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: /}\n",
+      {"no action",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: /}\n",
        {"spec.routes[0]: a route needs one action"}},
       {"header match needs one kind",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: h, exact: a, prefix: b}]}\n    upstream: u\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: h, "
+       "exact: a, prefix: b}]}\n    upstream: u\n",
        {"spec.routes[0].match.headers[0]: set only one of"}},
       {"redirect code",
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - redirect: {code: 200}\n",
        {"spec.routes[0].redirect.code: must be one of 301"}},
       {"weights all zero",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstreams: [{name: a, weight: 0}]\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstreams: [{name: a, weight: "
+       "0}]\n",
        {"spec.routes[0].upstreams: weights must not all be zero"}},
       {"no domains", "kind: VirtualService\nspec:\n  routes: []\n", {"spec.domains: must list"}},
-      {"gateway tls", "kind: Gateway\nspec:\n  port: 80\n  virtualServices: [{name: a}]\n  tls: {certFile: c}\n",
+      {"gateway tls",
+       "kind: Gateway\nspec:\n  port: 80\n  virtualServices: [{name: a}]\n  tls: {certFile: c}\n",
        {"spec.tls: set both certFile and keyFile"}},
       {"unknown kind", "kind: Frobnicator\nspec: {}\n", {"kind: must be one of"}},
       {"path must start with slash",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: api}\n    upstream: u\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: api}\n    "
+       "upstream: u\n",
        {"spec.routes[0].match: path must start with /"}},
       // Names that would make two resources share a name, or that Envoy
       // refuses, are refused here with their field.
       {"domain with a slash",
-       "kind: VirtualService\nspec:\n  domains: [ok.example.com, gateway/shop/public]\n  routes: []\n",
+       "kind: VirtualService\nspec:\n  domains: [ok.example.com, gateway/shop/public]\n  routes: "
+       "[]\n",
        {"spec.domains[1]: \"gateway/shop/public\": '/' is not allowed"}},
       {"domain wildcards and ports",
-       "kind: VirtualService\nspec:\n  domains: [\"*\", \"*.a.com\", \"api.*\", \"a.com:8080\", A_b-1.com]\n  routes: []\n",
+       "kind: VirtualService\nspec:\n  domains: [\"*\", \"*.a.com\", \"api.*\", \"a.com:8080\", "
+       "A_b-1.com]\n  routes: []\n",
        {}},
-      {"domain with a bad port", "kind: VirtualService\nspec:\n  domains: [\"a.com:0\"]\n  routes: []\n",
+      {"domain with a bad port",
+       "kind: VirtualService\nspec:\n  domains: [\"a.com:0\"]\n  routes: []\n",
        {"spec.domains[0]: \"a.com:0\": a port after ':' must be 1-65535"}},
-      {"domain with NUL", "kind: VirtualService\nspec:\n  domains: [\"a\\0b\"]\n  routes: []\n",
+      {"domain with NUL",
+       "kind: VirtualService\nspec:\n  domains: [\"a\\0b\"]\n  routes: []\n",
        {"spec.domains[0]: must be one line without control characters (found 0x00"}},
       {"header name with CRLF",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \"x\\r\\ny\", exact: a}]}\n    upstream: u\n",
-       {"spec.routes[0].match.headers[0].name: must be one line without control characters (found 0x0d"}},
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: "
+       "\"x\\r\\ny\", exact: a}]}\n    upstream: u\n",
+       {"spec.routes[0].match.headers[0].name: must be one line without control characters (found "
+        "0x0d"}},
       {"header name not a token",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \"x y\", exact: a}]}\n    upstream: u\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \"x "
+       "y\", exact: a}]}\n    upstream: u\n",
        {"spec.routes[0].match.headers[0].name: \"x y\" is not a header name"}},
       {"header value with LF",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: {requestHeaders: {set: {x-a: \"1\\n2\"}}}\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{requestHeaders: {set: {x-a: \"1\\n2\"}}}\n",
        {"spec.routes[0].options.requestHeaders.set.x-a: must be one line"}},
       {"header edit names",
-       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: {responseHeaders: {remove: [\"bad header\"]}}\n",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{responseHeaders: {remove: [\"bad header\"]}}\n",
        {"spec.routes[0].options.responseHeaders.remove[0]: \"bad header\" is not a header name"}},
-      {"pseudo-header match", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: \":authority\", exact: a}]}\n    upstream: u\n",
+      {"pseudo-header match",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: "
+       "\":authority\", exact: a}]}\n    upstream: u\n",
        {}},
-      {"multi-line body", "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - directResponse: {status: 200, body: \"line 1\\nline 2\\n\"}\n",
+      {"multi-line body",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - directResponse: {status: 200, "
+       "body: \"line 1\\nline 2\\n\"}\n",
        {}},
   };
   for (const DecodeCase& c : cases) {
@@ -109,15 +133,17 @@ TEST(DecodeTest, FieldPathsAndLines) {
 TEST(DecodeTest, NamespacesAreDnsLabels) {
   for (const std::string ns : {"holdfast", "a-1", "x"}) {
     DecodedFile file = DecodeObjects(
-        absl::StrCat("apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: ", ns,
-                     "}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
+        absl::StrCat("apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: ",
+                     ns, "}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
         "f.yaml");
     EXPECT_TRUE(file.objects[0].object.has_value()) << ns << file.objects[0].errors.ToString();
   }
-  for (const std::string ns : std::vector<std::string>{"a/b", "Shop", "-a", "a.b", std::string(64, 'a')}) {
+  for (const std::string ns :
+       std::vector<std::string>{"a/b", "Shop", "-a", "a.b", std::string(64, 'a')}) {
     DecodedFile file = DecodeObjects(
-        absl::StrCat("apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: \"", ns,
-                     "\"}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
+        absl::StrCat(
+            "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: \"", ns,
+            "\"}\nspec:\n  hosts: [{address: a, port: 1}]\n"),
         "f.yaml");
     ASSERT_EQ(file.objects.size(), 1u);
     EXPECT_TRUE(absl::StrContains(file.objects[0].errors.ToString(), "metadata.namespace: must be"))
@@ -165,11 +191,11 @@ TEST(DecodeTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
   };
   const std::vector<Case> cases = {
       {"d\xc3\xa9j\xc3\xa0 vu \xe2\x82\xac \xf0\x9f\x99\x82", true},
-      {"\xff", false},          // never in UTF-8
-      {"\xc3", false},          // cut short at the end
-      {"\xc3(", false},         // continuation missing
-      {"\xc0\xaf", false},      // overlong '/'
-      {"\xed\xa0\x80", false},  // a surrogate
+      {"\xff", false},              // never in UTF-8
+      {"\xc3", false},              // cut short at the end
+      {"\xc3(", false},             // continuation missing
+      {"\xc0\xaf", false},          // overlong '/'
+      {"\xed\xa0\x80", false},      // a surrogate
       {"\xf4\x90\x80\x80", false},  // beyond U+10FFFF
   };
   for (const Case& c : cases) {

@@ -3,22 +3,21 @@
 // the Kubernetes source (against a real API server, when
 // HOLDFAST_TEST_KUBECONFIG names an admin kubeconfig for one with
 // holdfast's CRDs installed; test/kube/test_kube_client.py runs it so).
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <thread>
 
-#include <cstdlib>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "src/common/clock.h"
+#include "src/kube/kube_client.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
-#include "src/kube/kube_client.h"
 #include "src/source/config_kube.h"
 #include "src/source/yaml_json.h"
 #include "test/etcd/etcd_test_server.h"
@@ -133,8 +132,8 @@ class KubernetesFixture : public SourceFixture {
                                      std::function<void(SnapshotPtr)> publish) override {
     KubeConfigSource::Options options;
     options.apply_interval = absl::Milliseconds(50);
-    return std::make_unique<KubeConfigSource>(options, reader_.get(), Clock::Real(),
-                                              Random::Real(), metrics, publish);
+    return std::make_unique<KubeConfigSource>(options, reader_.get(), Clock::Real(), Random::Real(),
+                                              metrics, publish);
   }
   bool StoresAnyText() const override { return false; }
   bool HasLines() const override { return false; }
@@ -176,7 +175,8 @@ kind: Upstream
 metadata: {name: api, namespace: shop}
 spec:
   hosts:
-  - {address: 127.0.0.1, port: )", port, "}\n");
+  - {address: 127.0.0.1, port: )",
+                      port, "}\n");
 }
 
 const char kServiceYaml[] = R"(apiVersion: holdfast.dev/v1
@@ -223,8 +223,8 @@ class ConfigSourceConformance
 
   static std::string ClusterLoad(const Snapshot* snapshot) {
     if (snapshot == nullptr) return "";
-    const auto& endpoints = snapshot->Resources(
-        "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
+    const auto& endpoints =
+        snapshot->Resources("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment");
     auto it = endpoints.find("shop/api");
     if (it == endpoints.end() || it->second->message() == nullptr) return "";
     return it->second->message()->ShortDebugString();

@@ -132,9 +132,8 @@ std::string UpstreamAt(int host) {
 }
 
 TEST(AssembleInputTest, AnObjectDefinedTwiceIsRejectedNamingBothPlaces) {
-  std::map<std::string, DecodedFile> files = {
-      {"a.yaml", DecodeObjects(UpstreamAt(1), "a.yaml")},
-      {"b.yaml", DecodeObjects(UpstreamAt(2), "b.yaml")}};
+  std::map<std::string, DecodedFile> files = {{"a.yaml", DecodeObjects(UpstreamAt(1), "a.yaml")},
+                                              {"b.yaml", DecodeObjects(UpstreamAt(2), "b.yaml")}};
   StatusMap file_statuses;
   TranslationInput input = AssembleInput(files, {}, &file_statuses);
   const ObjectKey key{"Upstream", "shop", "api"};

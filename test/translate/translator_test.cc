@@ -27,7 +27,8 @@ TranslationInput Load(const std::string& yaml) {
   return AssembleInput(files, {}, &file_statuses);
 }
 
-const Resource* Find(const TranslationOutput& out, absl::string_view type, const std::string& name) {
+const Resource* Find(const TranslationOutput& out, absl::string_view type,
+                     const std::string& name) {
   for (const ResourcePtr& r : out.resources) {
     if (r->type_url() == type && r->name() == name) return r.get();
   }
@@ -209,13 +210,15 @@ TEST(TranslatorTest, DeterministicAndChangesTouchOnlyDependents) {
       differing.insert(r->type_url() + " " + r->name());
     }
   }
-  EXPECT_EQ(differing, (std::set<std::string>{std::string(type_url::kClusterLoadAssignment) + " ns/b"}));
+  EXPECT_EQ(differing,
+            (std::set<std::string>{std::string(type_url::kClusterLoadAssignment) + " ns/b"}));
 }
 
 TEST(TranslatorTest, RejectedObjectKeepsItsLastAcceptedVersion) {
   Translator translator;
   TranslationOutput good = translator.Translate(Load(kBase));
-  const std::string good_routes = Find(good, type_url::kRouteConfiguration, "gateway/ns/gw")->version();
+  const std::string good_routes =
+      Find(good, type_url::kRouteConfiguration, "gateway/ns/gw")->version();
 
   std::string broken = kBase;
   broken.replace(broken.find("upstream: b\n"), 12, "upstream: b\n    colour: red\n");
@@ -282,11 +285,12 @@ spec:
   const RouteConfiguration& rc =
       As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw"));
   ASSERT_EQ(rc.virtual_hosts_size(), 2);  // vs and other; dup refused
-  const auto& routes = rc.virtual_hosts(0).name() == "ns/other" ? rc.virtual_hosts(0)
-                                                                 : rc.virtual_hosts(1);
+  const auto& routes =
+      rc.virtual_hosts(0).name() == "ns/other" ? rc.virtual_hosts(0) : rc.virtual_hosts(1);
   ASSERT_EQ(routes.routes_size(), 3);
   EXPECT_EQ(routes.routes(0).direct_response().status(), 503u);
-  EXPECT_EQ(routes.routes(0).direct_response().body().inline_string(), "upstream ns/gone not found\n");
+  EXPECT_EQ(routes.routes(0).direct_response().body().inline_string(),
+            "upstream ns/gone not found\n");
   EXPECT_EQ(routes.routes(1).direct_response().status(), 503u);
   EXPECT_EQ(routes.routes(2).direct_response().status(), 508u);
   EXPECT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok());

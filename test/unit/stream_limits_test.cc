@@ -25,7 +25,8 @@ DiscoveryRequest Sotw(const std::string& type, int names = 0) {
 DeltaDiscoveryRequest Delta(const std::string& type, int first, int count) {
   DeltaDiscoveryRequest request;
   request.set_type_url(type);
-  for (int i = first; i < first + count; ++i) request.add_resource_names_subscribe(absl::StrCat("n", i));
+  for (int i = first; i < first + count; ++i)
+    request.add_resource_names_subscribe(absl::StrCat("n", i));
   return request;
 }
 
@@ -62,7 +63,8 @@ TEST_F(StreamLimitsTest, DeltaNamesAreBoundedBeforeTheWork) {
   ASSERT_TRUE(session.OnRequest(Delta("t", 3, 2)).ok());
   ExpectLimit(session.OnRequest(Delta("t", 5, 1)), absl::StatusCode::kResourceExhausted,
               "at most 5 names of one type");
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(session.OnRequest(Delta(absl::StrCat("u", i), 0, 1)).ok());
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(session.OnRequest(Delta(absl::StrCat("u", i), 0, 1)).ok());
   ExpectLimit(session.OnRequest(Delta("u2", 0, 1)), absl::StatusCode::kResourceExhausted,
               "at most 3 resource types");
 }

@@ -60,9 +60,8 @@ TEST_F(ViewCacheTest, SelectedIsSharedByEqualSubscriptions) {
 TEST_F(ViewCacheTest, ChangedFindsUpdatesAdditionsAndRemovalsInBothWalks) {
   // Wildcard walks both maps; a short name list looks names up: same answer.
   for (const Selection& selection :
-       {Selection{true, nullptr}, Named({"a", "b", "c", "d"}), Named({"a", "b", "c", "d", "e",
-                                                                       "f", "g", "h", "i", "j",
-                                                                       "k", "l", "m"})}) {
+       {Selection{true, nullptr}, Named({"a", "b", "c", "d"}),
+        Named({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"})}) {
     ResourceListPtr changed = views_.Changed(before_, after_, kEds, selection);
     EXPECT_EQ(Names(changed->resources), (std::vector<std::string>{"a", "d"}));
     EXPECT_EQ(changed->removed, (std::vector<std::string>{"b"}));

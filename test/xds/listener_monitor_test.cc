@@ -41,8 +41,9 @@ TEST(ListenerMonitorTest, AnAcceptFailureStopsAndRestartsTheListenerOnceDescript
 
   // Some free, but fewer than the reserve a new listener needs.
   EXPECT_EQ(monitor.Observe(At(3, 1, 250)), ListenerAction::kNone);
-  EXPECT_THAT(monitor.state(absl::Seconds(3)).detail,
-              HasSubstr("250 of 256 file descriptors open; a new listener starts once 32 are free"));
+  EXPECT_THAT(
+      monitor.state(absl::Seconds(3)).detail,
+      HasSubstr("250 of 256 file descriptors open; a new listener starts once 32 are free"));
 
   EXPECT_EQ(monitor.Observe(At(4, 1, 30)), ListenerAction::kStopListening);
   EXPECT_FALSE(monitor.state(absl::Seconds(4)).accepting);

@@ -43,8 +43,8 @@ class XdsServerTest : public ::testing::Test {
     options.tls = std::move(tls);
     options.metrics = &metrics_;
     if (tweak) tweak(options);
-    context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_, &views_, &grouper_, &clock_,
-                             "test-cp"};
+    context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_,
+                             &views_, &grouper_, &clock_, "test-cp"};
     auto server = XdsServer::Start(options, context_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -189,8 +189,9 @@ TEST_F(XdsServerTest, NackIsRecordedAndNeverAnsweredWithAResend) {
   EXPECT_EQ(progress.nack->error, "cluster c1: unsupported lb_policy");
   EXPECT_EQ(progress.nack->version, cds->version_info());
   EXPECT_EQ(progress.responses_sent, 1u);
-  EXPECT_EQ(CounterValue("holdfast_xds_nacks_total", {{"type_url", std::string(type_url::kCluster)}}),
-            1u);
+  EXPECT_EQ(
+      CounterValue("holdfast_xds_nacks_total", {{"type_url", std::string(type_url::kCluster)}}),
+      1u);
 }
 
 TEST_F(XdsServerTest, BogusNonceIsIgnored) {
@@ -321,9 +322,8 @@ int ConnectRaw(int port) {
 }
 
 TEST_F(XdsServerTest, ASilentConnectionIsClosedAfterTheHandshakeTimeout) {
-  StartServer({}, [](XdsServerOptions& options) {
-    options.handshake_timeout = absl::Milliseconds(300);
-  });
+  StartServer(
+      {}, [](XdsServerOptions& options) { options.handshake_timeout = absl::Milliseconds(300); });
   const int fd = ConnectRaw(server_->port());
   ASSERT_GE(fd, 0);
   EXPECT_TRUE(ClosedByServer(fd, absl::Seconds(20)));
@@ -453,8 +453,10 @@ TEST_F(XdsServerTest, AProxyThatStopsReadingDoesNotDelayOthers) {
       cluster.set_name(absl::StrCat("c", i));
       cluster.set_type(envoy::config::cluster::v3::Cluster::STATIC);
       (*cluster.mutable_metadata()->mutable_filter_metadata())["pad"]
-          .mutable_fields()->operator[]("v").set_string_value(
-              std::string(10'000, 'a' + version % 26));
+          .mutable_fields()
+          ->
+          operator[]("v")
+          .set_string_value(std::string(10'000, 'a' + version % 26));
       resources.push_back(Resource::FromMessage(cluster.name(), cluster));
     }
     return Build(std::move(resources));
@@ -492,14 +494,19 @@ class TlsFiles {
            absl::StrCat("holdfast-tls-", getpid(), "-", reinterpret_cast<uintptr_t>(this));
     std::filesystem::create_directories(dir_);
     std::string d = dir_.string();
-    std::string script = absl::StrCat(
-        "set -e; cd ", d, "; ",
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem 2>/dev/null; ",
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null; ",
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext; ",
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile san.ext -out server.pem 2>/dev/null; ",
-        "openssl req -newkey rsa:2048 -nodes -subj /CN=proxy -keyout client.key -out client.csr 2>/dev/null; ",
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out client.pem 2>/dev/null");
+    std::string script =
+        absl::StrCat("set -e; cd ", d, "; ",
+                     "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout "
+                     "ca.key -out ca.pem 2>/dev/null; ",
+                     "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+                     "-out server.csr 2>/dev/null; ",
+                     "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > san.ext; ",
+                     "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                     "-days 1 -extfile san.ext -out server.pem 2>/dev/null; ",
+                     "openssl req -newkey rsa:2048 -nodes -subj /CN=proxy -keyout client.key -out "
+                     "client.csr 2>/dev/null; ",
+                     "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                     "-days 1 -out client.pem 2>/dev/null");
     ok_ = std::system(script.c_str()) == 0;
   }
   ~TlsFiles() { std::filesystem::remove_all(dir_); }
