@@ -1,9 +1,11 @@
 #include "src/admin/http_message.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -108,13 +110,16 @@ bool ParseField(absl::string_view line, HttpRequest& request) {
   return true;
 }
 
-// 0 when the request has no body, else the status that refuses it.
-int CheckNoBody(const HttpRequest& request) {
+// 0 when the request's body (announced by Content-Length, if any) is within
+// `max_body_bytes`, else the status that refuses it; sets content_length.
+int CheckBody(HttpRequest& request, size_t max_body_bytes) {
   for (const auto& [name, value] : request.headers) {
-    if (name == "transfer-encoding") return 413;
+    if (name == "transfer-encoding") return 413;  // a body only with its length
     if (name == "content-length") {
       if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) return 400;
-      if (value.find_first_not_of('0') != std::string::npos) return 413;
+      const size_t digits = value.size() - std::min(value.find_first_not_of('0'), value.size());
+      if (digits > 18 || !absl::SimpleAtoi(value, &request.content_length)) return 413;
+      if (request.content_length > max_body_bytes) return 413;
     }
   }
   return 0;
@@ -151,7 +156,7 @@ HttpResponse HttpResponse::Text(int status, std::string body) {
   return response;
 }
 
-HttpParse ParseRequestHead(absl::string_view buffer, size_t max_head_bytes) {
+HttpParse ParseRequestHead(absl::string_view buffer, size_t max_head_bytes, size_t max_body_bytes) {
   HttpParse parse;
   size_t start = 0;
   bool seen_request_line = false;
@@ -178,8 +183,9 @@ HttpParse ParseRequestHead(absl::string_view buffer, size_t max_head_bytes) {
     if (line.empty()) break;
     if (!ParseField(line, parse.request)) return Error(400, "malformed header field");
   }
-  if (int status = CheckNoBody(parse.request); status != 0) {
-    return Error(status, status == 413 ? "request bodies are not accepted" : "bad Content-Length");
+  if (int status = CheckBody(parse.request, max_body_bytes); status != 0) {
+    return Error(status,
+                 status == 413 ? "request body not accepted or too large" : "bad Content-Length");
   }
   parse.state = HttpParse::State::kComplete;
   parse.consumed = start;

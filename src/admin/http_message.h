@@ -10,13 +10,14 @@
 
 namespace holdfast {
 
-// One HTTP/1.x request head, as the admin endpoint needs it: no body (a
-// request that announces one is refused before it gets here).
+// One HTTP/1.x request head. A body is accepted only where the caller allows
+// one (the admission webhook), announced by Content-Length.
 struct HttpRequest {
   std::string method;                        // as sent: "GET", "HEAD", ...
   std::string path;                          // the target up to '?', percent-decoded
   std::map<std::string, std::string> query;  // percent-decoded; the last value wins
   int minor_version = 1;                     // HTTP/1.<minor_version>
+  size_t content_length = 0;                 // bytes of body after the head
   // Header fields in order, names lower-cased, values trimmed.
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -54,10 +55,11 @@ struct HttpParse {
 // Parses the request head at the front of `buffer` (RFC 9112: request line,
 // header fields, empty line; a bare LF is accepted as a line end). A head
 // longer than `max_head_bytes` is an error (431) even before its end is seen,
-// so a caller never buffers more than that. A request announcing a body
-// (Content-Length other than 0, or any Transfer-Encoding) is refused (413):
-// nothing on the admin endpoint takes input.
-HttpParse ParseRequestHead(absl::string_view buffer, size_t max_head_bytes);
+// so a caller never buffers more than that. A body is refused (413) when it
+// is longer than `max_body_bytes` (0: the admin endpoint takes no input) or
+// announced by Transfer-Encoding instead of Content-Length.
+HttpParse ParseRequestHead(absl::string_view buffer, size_t max_head_bytes,
+                           size_t max_body_bytes = 0);
 
 // The bytes of a complete response. `head_only` (a HEAD request) leaves the
 // body out but keeps its Content-Length; `keep_alive` false adds

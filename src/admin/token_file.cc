@@ -6,19 +6,18 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
+#include "src/common/read_file.h"
 
 namespace holdfast {
 namespace {
 
 // A token is a line of text; a bigger file is a mistake (a key, a log).
-constexpr off_t kMaxTokenFileBytes = 4096;
+constexpr int64_t kMaxTokenFileBytes = 4096;
 
 std::array<unsigned char, 32> Sha256(absl::string_view data) {
   std::array<unsigned char, 32> digest{};
@@ -26,17 +25,13 @@ std::array<unsigned char, 32> Sha256(absl::string_view data) {
   return digest;
 }
 
-absl::StatusOr<std::string> ReadToken(const std::string& path, const struct stat& info) {
-  // Checked before reading: a FIFO or /dev/zero must not hang or fill us.
-  if (!S_ISREG(info.st_mode) || info.st_size > kMaxTokenFileBytes) {
-    return absl::UnavailableError(
-        absl::StrCat("admin token file ", path, ": not a regular file of at most 4096 bytes"));
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  // Bounded and regular only: a FIFO or /dev/zero must not hang or fill us.
+  absl::StatusOr<std::string> content = ReadRegularFile(path, kMaxTokenFileBytes);
+  if (!content.ok()) {
+    return absl::UnavailableError(absl::StrCat("admin token file: ", content.status().message()));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  if (!in) return absl::UnavailableError(absl::StrCat("admin token file ", path, ": unreadable"));
-  std::string token(absl::StripAsciiWhitespace(content.str()));
+  std::string token(absl::StripAsciiWhitespace(*content));
   if (token.empty())
     return absl::UnavailableError(absl::StrCat("admin token file ", path, " is empty"));
   return token;
@@ -71,7 +66,7 @@ absl::Status TokenFile::Refresh() {
     Stamp stamp{info.st_ino, info.st_size, info.st_mtim};
     if (loaded_ && stamp == stamp_) return absl::OkStatus();
     stamp_ = stamp;
-    token = ReadToken(path_, info);
+    token = ReadToken(path_);
   }
   if (token.ok()) digest_ = Sha256(*token);
   loaded_ = token.ok();

@@ -10,11 +10,9 @@
 
 #include <optional>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "src/admin/http_message.h"
 #include "src/admission/admission_review.h"
 #include "src/common/log.h"
 
@@ -54,59 +52,38 @@ absl::StatusOr<SSL_CTX*> LoadContext(const WebhookOptions& options) {
   return ctx;
 }
 
-struct Request {
-  std::string method;
-  std::string path;
-  std::string body;
-};
+constexpr size_t kMaxHeadBytes = 16 << 10;
 
-// Reads one request (head and Content-Length body) or says which status to
-// answer instead.
-std::optional<Request> ReadRequest(SSL* ssl, size_t max_bytes, int* error_status) {
+// Reads one request, head and body, with the admin endpoint's parser; on a
+// refusal sets *error_status (0: the peer closed, timed out or broke).
+std::optional<std::pair<HttpRequest, std::string>> ReadRequest(SSL* ssl, size_t max_body_bytes,
+                                                               int* error_status) {
   std::string data;
   char buffer[16 << 10];
-  size_t head_end = std::string::npos;
-  size_t length = 0;
-  Request request;
+  HttpParse head;
   while (true) {
-    if (head_end == std::string::npos && (head_end = data.find("\r\n\r\n")) != std::string::npos) {
-      std::vector<std::string> lines = absl::StrSplit(data.substr(0, head_end), "\r\n");
-      std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
-      if (first.size() != 3) return *error_status = 400, std::nullopt;
-      request.method = first[0];
-      request.path = first[1].substr(0, first[1].find('?'));  // the API server adds ?timeout=
-      for (size_t i = 1; i < lines.size(); ++i) {
-        auto [name, value] =
-            std::pair<std::string, std::string>(absl::StrSplit(lines[i], absl::MaxSplits(':', 1)));
-        name = absl::AsciiStrToLower(name);
-        absl::string_view trimmed = absl::StripAsciiWhitespace(value);
-        if (name == "transfer-encoding") return *error_status = 411, std::nullopt;
-        if (name == "content-length" && !absl::SimpleAtoi(trimmed, &length)) {
-          return *error_status = 400, std::nullopt;
-        }
-      }
-      if (length > max_bytes) return *error_status = 413, std::nullopt;
+    if (head.state == HttpParse::State::kIncomplete) {
+      head = ParseRequestHead(data, kMaxHeadBytes, max_body_bytes);
+      if (head.state == HttpParse::State::kError)
+        return *error_status = head.error_status, std::nullopt;
     }
-    if (head_end != std::string::npos && data.size() >= head_end + 4 + length) {
-      request.body = data.substr(head_end + 4, length);
-      return request;
-    }
-    if (head_end == std::string::npos && data.size() > (16 << 10)) {
-      return *error_status = 431, std::nullopt;
+    if (head.state == HttpParse::State::kComplete &&
+        data.size() >= head.consumed + head.request.content_length) {
+      return std::pair(head.request, data.substr(head.consumed, head.request.content_length));
     }
     int n = SSL_read(ssl, buffer, sizeof(buffer));
-    if (n <= 0) return *error_status = 0, std::nullopt;  // closed, timed out or broken
+    if (n <= 0) return *error_status = 0, std::nullopt;
     data.append(buffer, n);
   }
 }
 
-void Respond(SSL* ssl, int status, const std::string& body) {
-  const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Error";
-  std::string response =
-      absl::StrCat("HTTP/1.1 ", status, " ", reason,
-                   "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
-                   "\r\nConnection: close\r\n\r\n", body);
-  SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+void Respond(SSL* ssl, int status, std::string body) {
+  HttpResponse response;
+  response.status = status;
+  response.content_type = "application/json";
+  response.body = std::move(body);
+  const std::string bytes = SerializeResponse(response, /*head_only=*/false, /*keep_alive=*/false);
+  SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size()));
 }
 
 }  // namespace
@@ -220,13 +197,13 @@ void WebhookServer::Serve(int fd) {
   SSL_set_fd(ssl, fd);
   if (SSL_accept(ssl) == 1) {
     int error_status = 0;
-    std::optional<Request> request = ReadRequest(ssl, options_.max_request_bytes, &error_status);
+    auto request = ReadRequest(ssl, options_.max_request_bytes, &error_status);
     if (!request.has_value()) {
       if (error_status != 0) Respond(ssl, error_status, "{}");
-    } else if (request->path != "/validate" || request->method != "POST") {
+    } else if (request->first.path != "/validate" || request->first.method != "POST") {
       Respond(ssl, 404, "{}");
     } else {
-      nlohmann::json review = nlohmann::json::parse(request->body, nullptr, false);
+      nlohmann::json review = nlohmann::json::parse(request->second, nullptr, false);
       nlohmann::json answer = ReviewAdmission(review);
       reviews_->Increment();
       if (!answer["response"].value("allowed", false)) denied_->Increment();

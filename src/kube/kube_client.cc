@@ -181,16 +181,31 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(const KubeConfig&
 absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
   absl::StatusOr<std::string> token = token_.Current();
   if (!token.ok()) return token.status();
-  CURL* easy = curl_easy_init();
-  if (easy == nullptr) return absl::ResourceExhaustedError("curl_easy_init failed");
-  call.easy = easy;
+  call.easy = curl_easy_init();
+  if (call.easy == nullptr) return absl::ResourceExhaustedError("curl_easy_init failed");
+  curl_slist* headers = SetUp(call, *token);
+  CURLM* multi = curl_multi_init();
+  curl_multi_add_handle(multi, call.easy);
+  absl::Status outcome = Drive(multi, call, stop);
+  if (outcome.ok()) outcome = Finish(multi, call);
+  curl_multi_remove_handle(multi, call.easy);
+  curl_multi_cleanup(multi);
+  curl_easy_cleanup(call.easy);
+  curl_slist_free_all(headers);
+  call.easy = nullptr;
+  if (outcome.ok() && call.http_code == 401) token_.Invalidate();
+  return outcome;
+}
+
+curl_slist* KubeClient::SetUp(Call& call, const std::string& token) {
+  CURL* easy = call.easy;
   std::string url = config_.server + call.path;
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
   std::string content_type = absl::StrCat("Content-Type: ", call.content_type);
   if (!call.request_body.empty()) headers = curl_slist_append(headers, content_type.c_str());
-  std::string auth = absl::StrCat("Authorization: Bearer ", *token);
-  if (!token->empty()) headers = curl_slist_append(headers, auth.c_str());
+  std::string auth = absl::StrCat("Authorization: Bearer ", token);
+  if (!token.empty()) headers = curl_slist_append(headers, auth.c_str());
 
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
@@ -227,8 +242,11 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, &call);
 
-  CURLM* multi = curl_multi_init();
-  curl_multi_add_handle(multi, easy);
+  return headers;
+}
+
+absl::Status KubeClient::Drive(CURLM* multi, Call& call, const absl::Notification* stop) {
+  CURL* easy = call.easy;
   const absl::Duration start = clock_.Monotonic();
   call.last_bytes = start;
   curl_off_t seen_bytes = 0;
@@ -268,29 +286,27 @@ absl::Status KubeClient::Perform(Call& call, const absl::Notification* stop) {
     curl_multi_poll(multi, nullptr, 0,
                     static_cast<int>(absl::ToInt64Milliseconds(options_.poll_interval)), nullptr);
   }
-  if (outcome.ok()) {
-    CURLcode result = CURLE_OK;
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
-      if (msg->msg == CURLMSG_DONE) result = msg->data.result;
-    }
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &call.http_code);
-    if (!call.callback_error.ok()) {
-      outcome = call.callback_error;
-    } else if (result == CURLE_OPERATION_TIMEDOUT) {
-      outcome =
-          absl::DeadlineExceededError(absl::StrCat(call.path, ": ", curl_easy_strerror(result)));
-    } else if (result != CURLE_OK) {
-      outcome = absl::UnavailableError(
-          absl::StrCat(config_.server, call.path, ": ", curl_easy_strerror(result)));
-    }
+  return outcome;
+}
+
+absl::Status KubeClient::Finish(CURLM* multi, Call& call) {
+  CURL* easy = call.easy;
+  absl::Status outcome;
+  CURLcode result = CURLE_OK;
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+    if (msg->msg == CURLMSG_DONE) result = msg->data.result;
   }
-  curl_multi_remove_handle(multi, easy);
-  curl_multi_cleanup(multi);
-  curl_easy_cleanup(easy);
-  curl_slist_free_all(headers);
-  call.easy = nullptr;
-  if (outcome.ok() && call.http_code == 401) token_.Invalidate();
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &call.http_code);
+  if (!call.callback_error.ok()) {
+    outcome = call.callback_error;
+  } else if (result == CURLE_OPERATION_TIMEDOUT) {
+    outcome =
+        absl::DeadlineExceededError(absl::StrCat(call.path, ": ", curl_easy_strerror(result)));
+  } else if (result != CURLE_OK) {
+    outcome = absl::UnavailableError(
+        absl::StrCat(config_.server, call.path, ": ", curl_easy_strerror(result)));
+  }
   return outcome;
 }
 

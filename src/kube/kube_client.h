@@ -1,5 +1,7 @@
 #pragma once
 
+#include <curl/curl.h>
+
 #include <memory>
 #include <string>
 
@@ -63,6 +65,12 @@ class KubeClient : public KubeApi {
   // the answer; returns the transfer's own failure (connection, deadline,
   // stop), not the HTTP status.
   absl::Status Perform(Call& call, const absl::Notification* stop);
+  // Perform's steps: the transfer's options (returns the header list to
+  // free), the loop that runs it against the deadline, stalls and `stop`,
+  // and reading how it ended.
+  curl_slist* SetUp(Call& call, const std::string& token);
+  absl::Status Drive(CURLM* multi, Call& call, const absl::Notification* stop);
+  absl::Status Finish(CURLM* multi, Call& call);
 
   const KubeConfig config_;
   const Options options_;

@@ -33,12 +33,14 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
   }
-  if (!types_.contains(type)) {
+  auto it = types_.find(type);
+  const bool first = it == types_.end();
+  if (first) {
     if (absl::Status allowed = limits_.CheckNewType(type, types_.size()); !allowed.ok()) {
       return allowed;
     }
+    it = types_.try_emplace(type, &views_->names()).first;
   }
-  auto [it, first] = types_.try_emplace(type, &views_->names());
   TypeState& state = it->second;
   if (first) {
     // What the client kept from an earlier stream: not re-sent if unchanged.

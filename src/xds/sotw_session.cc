@@ -22,12 +22,14 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("type_url ", type, " on a stream for ", fixed_type_url_));
   }
-  if (!types_.contains(type)) {
+  auto it = types_.find(type);
+  if (it == types_.end()) {
     if (absl::Status allowed = limits_.CheckNewType(type, types_.size()); !allowed.ok()) {
       return allowed;
     }
+    it = types_.try_emplace(type, &views_->names()).first;
   }
-  TypeState& state = types_.try_emplace(type, &views_->names()).first->second;
+  TypeState& state = it->second;
   // Most requests are ACKs repeating the names of the last one: compare
   // their bytes (by digest) instead of reading every name again.
   const uint64_t names_digest = absl::HashOf(request.names_wire);

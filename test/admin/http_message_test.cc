@@ -116,3 +116,31 @@ TEST(SerializeResponse, WritesLengthAndOmitsBodyForHead) {
 
 }  // namespace
 }  // namespace holdfast
+
+namespace holdfast {
+namespace {
+
+// The admission webhook reads bodies; the admin endpoint (max 0) never does.
+TEST(HttpMessageTest, BodiesAreAcceptedOnlyUpToTheCallersBound) {
+  const std::string head = "POST /validate?timeout=5s HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
+  HttpParse admin = ParseRequestHead(head, 16 << 10);
+  EXPECT_EQ(admin.state, HttpParse::State::kError);
+  EXPECT_EQ(admin.error_status, 413);
+  HttpParse webhook = ParseRequestHead(head, 16 << 10, /*max_body_bytes=*/10);
+  ASSERT_EQ(webhook.state, HttpParse::State::kComplete);
+  EXPECT_EQ(webhook.request.content_length, 10u);
+  EXPECT_EQ(webhook.request.path, "/validate");
+  EXPECT_EQ(webhook.consumed, head.size());
+  EXPECT_EQ(ParseRequestHead(head, 16 << 10, 9).error_status, 413);
+  EXPECT_EQ(ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+                             16 << 10, 100)
+                .error_status,
+            413);
+  EXPECT_EQ(ParseRequestHead("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 16 << 10,
+                             100)
+                .error_status,
+            413);
+}
+
+}  // namespace
+}  // namespace holdfast

@@ -21,6 +21,7 @@ from hf_etcd import EtcdCluster, which_etcd
 from hf_gateway import ConfigDir
 from hf_goclient import build_go_client
 from hf_process import ProcessSet
+from hf_fixtures import procs  # noqa: F401 (a fixture)
 from hf_replica import Store
 from hf_resources import XdsDir
 from hf_tls import TestCa
@@ -36,14 +37,6 @@ def binaries() -> Binaries:
         pytest.fail("missing binaries (set HOLDFAST_BUILD_DIR or build them): "
                     + ", ".join(missing), pytrace=False)
     return b
-
-
-@pytest.fixture
-def procs(request, tmp_path):
-    ps = ProcessSet(tmp_path / "logs")
-    request.node._holdfast_processes = ps
-    yield ps
-    ps.close_all()
 
 
 class World:

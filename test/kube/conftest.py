@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 
 from hf_kube import KubeBinaries, KubeCluster  # noqa: E402
 from hf_process import ProcessSet  # noqa: E402
+from hf_fixtures import procs  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -37,14 +38,6 @@ def kube_binaries() -> KubeBinaries:
                     "HOLDFAST_KUBE_APISERVER / HOLDFAST_ETCD36 / HOLDFAST_GATEWAY_API_CRDS): "
                     + ", ".join(missing), pytrace=False)
     return b
-
-
-@pytest.fixture
-def procs(request, tmp_path):
-    ps = ProcessSet(tmp_path / "logs")
-    request.node._holdfast_processes = ps
-    yield ps
-    ps.close_all()
 
 
 @pytest.fixture
