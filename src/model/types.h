@@ -12,6 +12,7 @@
 
 #include "absl/time/time.h"
 #include "src/model/object.h"
+#include "src/model/service.h"
 
 namespace holdfast {
 
@@ -54,6 +55,8 @@ enum class LoadBalancing { kRoundRobin, kLeastRequest, kRandom, kRingHash };
 
 struct UpstreamSpec {
   std::vector<UpstreamHost> hosts;
+  // Instead of hosts: the endpoints of a Kubernetes Service port (service.h).
+  std::optional<ServiceRef> service;
   std::optional<UpstreamTls> tls;
   absl::Duration connect_timeout = absl::Seconds(5);
   LoadBalancing load_balancing = LoadBalancing::kRoundRobin;

@@ -24,6 +24,8 @@ struct TranslationInput {
   std::map<ObjectKey, GatewayObject> objects;
   // Objects present in the source that failed to decode, with why.
   std::map<ObjectKey, std::vector<FieldError>> invalid;
+  // Services discovered by the Kubernetes source, for upstreams that name one.
+  DiscoveredServices services;
 };
 
 struct TranslationOutput {
