@@ -446,6 +446,13 @@ GatewaySpec DecodeGateway(YamlCursor& c) {
   return spec;
 }
 
+// Metadata the API server sets. A manifest read back from a cluster
+// (`kubectl get -o yaml`) carries them; they say nothing about the gateway.
+constexpr const char* kServerSetMetadata[] = {
+    "uid",           "resourceVersion", "generation",        "creationTimestamp",
+    "managedFields", "selfLink",        "deletionTimestamp", "deletionGracePeriodSeconds",
+    "finalizers",    "ownerReferences", "generateName"};
+
 DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file) {
   DecodedObject decoded;
   decoded.location = {file, document.Mark().line + 1};
@@ -476,6 +483,7 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     m->StringMap("labels", &object.meta.labels);
     std::map<std::string, std::string> annotations;
     m->StringMap("annotations", &annotations);
+    for (const char* field : kServerSetMetadata) m->Ignore(field);
     m->RejectUnknownFields();
   } else {
     root.FieldError("metadata", "required");
@@ -519,6 +527,7 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
   } else if (!kind_name.empty()) {
     root.FieldError("kind", "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret");
   }
+  root.Ignore("status");  // written by holdfast's leader, never read back
   root.RejectUnknownFields();
   if (decoded.errors.empty()) {
     YAML::Emitter emitter;

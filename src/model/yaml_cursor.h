@@ -51,6 +51,8 @@ class YamlCursor {
   void FieldError(const std::string& name, const std::string& message) const;
   // An error in item `index` of the list field `list`, at the item's line.
   void ItemError(const std::string& list, size_t index, const std::string& message) const;
+  // Accepts a field without reading it (RejectUnknownFields passes it over).
+  void Ignore(const std::string& name) { read_.insert(name); }
   // Records every key that no reader asked for as unknown.
   void RejectUnknownFields();
 

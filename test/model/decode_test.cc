@@ -151,6 +151,26 @@ TEST(DecodeTest, NamespacesAreDnsLabels) {
   }
 }
 
+// `kubectl get -o yaml` output validates as it is: what the API server set
+// is passed over, and a misspelt metadata field is still refused.
+TEST(DecodeTest, ManifestsReadBackFromAClusterDecode) {
+  constexpr char kReadBack[] =
+      "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata:\n  name: u\n  namespace: shop\n"
+      "  uid: 0b6c-42\n  resourceVersion: \"42\"\n  generation: 3\n"
+      "  creationTimestamp: \"2026-01-01T00:00:00Z\"\n  managedFields: [{manager: kubectl}]\n"
+      "  finalizers: [a/b]\nspec:\n  hosts: [{address: a, port: 1}]\n"
+      "status: {state: Accepted, writer: {replica: r, term: 2}}\n";
+  DecodedFile file = DecodeObjects(kReadBack, "f.yaml");
+  ASSERT_EQ(file.objects.size(), 1u);
+  EXPECT_TRUE(file.objects[0].object.has_value()) << file.objects[0].errors.ToString();
+
+  file = DecodeObjects(
+      "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, resourceVersoin: \"1\"}\n"
+      "spec:\n  hosts: [{address: a, port: 1}]\n",
+      "f.yaml");
+  EXPECT_EQ(file.objects[0].errors.ToString(), "f.yaml:3: metadata.resourceVersoin: unknown field");
+}
+
 TEST(DecodeTest, NulBytesAreNamedAsSuch) {
   DecodedFile file = DecodeObjects(std::string("kind: Upstream\nx: a\0b\n", 20), "f.yaml");
   ASSERT_TRUE(file.syntax_error.has_value());
