@@ -9,9 +9,11 @@ SECONDS_PER_TARGET="${1:-60}"
 [[ -f build/libenvoy_api.a ]] || { echo "build the main tree first (scripts/test.sh)"; exit 1; }
 scripts/setup.sh build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOLDFAST_PREBUILT_API="$PWD/build" -DHOLDFAST_FUZZ=ON
-cmake --build build-fuzz --target envoy_file_parser_fuzz model_decode_fuzz snapshot_file_fuzz \
-  sotw_request_fuzz
-for target in envoy_file_parser model_decode snapshot_file sotw_request; do
+# The targets are the ones test/CMakeLists.txt lists (HOLDFAST_FUZZ_TARGETS).
+TARGETS=($(sed -n '/^set(HOLDFAST_FUZZ_TARGETS/,/)/p' test/CMakeLists.txt |
+  sed 's/set(HOLDFAST_FUZZ_TARGETS//; s/)//'))
+cmake --build build-fuzz --target "${TARGETS[@]/%/_fuzz}"
+for target in "${TARGETS[@]}"; do
   mkdir -p "build-fuzz/corpus-$target"
   build-fuzz/test/${target}_fuzz -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 -timeout=20 \
     -artifact_prefix="build-fuzz/" "build-fuzz/corpus-$target" "test/fuzz/corpus/$target"

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "src/kube/json_fields.h"
 
 namespace holdfast {
 namespace {
@@ -16,9 +17,8 @@ namespace {
 // What a watch line or a response body held, as a Kubernetes Status.
 std::string StatusMessage(const std::string& body) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_object() && parsed.value("kind", "") == "Status" && parsed.contains("message") &&
-      parsed["message"].is_string()) {
-    return parsed["message"].get<std::string>();
+  if (JsonString(parsed, "kind") == "Status" && JsonField(parsed, "message").is_string()) {
+    return JsonString(parsed, "message");
   }
   return body.size() > 300 ? body.substr(0, 300) + "..." : body;
 }
@@ -107,36 +107,10 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-// Parses one line of a watch stream into an event, or the status that ends
-// the watch (an ERROR event, or a line that is not an event).
 absl::Status DeliverWatchLine(KubeClient::Call& call, absl::string_view line) {
-  if (absl::StripAsciiWhitespace(line).empty()) return absl::OkStatus();
-  nlohmann::json event =
-      nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
-  if (!event.is_object() || !event["type"].is_string() || !event["object"].is_object()) {
-    return absl::DataLossError(absl::StrCat("watch: not an event: ", line.substr(0, 200)));
-  }
-  const std::string type = event["type"].get<std::string>();
-  KubeWatchEvent out;
-  if (type == "ADDED") {
-    out.type = KubeWatchEvent::Type::kAdded;
-  } else if (type == "MODIFIED") {
-    out.type = KubeWatchEvent::Type::kModified;
-  } else if (type == "DELETED") {
-    out.type = KubeWatchEvent::Type::kDeleted;
-  } else if (type == "BOOKMARK") {
-    out.type = KubeWatchEvent::Type::kBookmark;
-  } else if (type == "ERROR") {
-    // {"kind":"Status","code":410,"reason":"Expired",...}: the version is
-    // gone from the server's window.
-    const nlohmann::json& status = event["object"];
-    long code = status.value("code", 500L);
-    return StatusFromHttp(code, status.dump(), "");
-  } else {
-    return absl::DataLossError(absl::StrCat("watch: unknown event type ", type));
-  }
-  out.object = std::move(event["object"]);
-  call.on_event(out);
+  absl::StatusOr<std::optional<KubeWatchEvent>> event = ParseWatchLine(line);
+  if (!event.ok()) return event.status();
+  if (event->has_value()) call.on_event(**event);
   return absl::OkStatus();
 }
 
@@ -164,6 +138,37 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::optional<KubeWatchEvent>> ParseWatchLine(absl::string_view line) {
+  if (absl::StripAsciiWhitespace(line).empty()) return std::nullopt;
+  nlohmann::json event =
+      nlohmann::json::parse(std::string(line), nullptr, /*allow_exceptions=*/false);
+  if (!event.is_object() || !event["type"].is_string() || !event["object"].is_object()) {
+    return absl::DataLossError(absl::StrCat("watch: not an event: ", line.substr(0, 200)));
+  }
+  const std::string type = event["type"].get<std::string>();
+  KubeWatchEvent out;
+  if (type == "ADDED") {
+    out.type = KubeWatchEvent::Type::kAdded;
+  } else if (type == "MODIFIED") {
+    out.type = KubeWatchEvent::Type::kModified;
+  } else if (type == "DELETED") {
+    out.type = KubeWatchEvent::Type::kDeleted;
+  } else if (type == "BOOKMARK") {
+    out.type = KubeWatchEvent::Type::kBookmark;
+  } else if (type == "ERROR") {
+    // {"kind":"Status","code":410,"reason":"Expired",...}: the version is
+    // gone from the server's window.
+    const nlohmann::json& status = event["object"];
+    const nlohmann::json& code_field = JsonField(status, "code");
+    long code = code_field.is_number_integer() ? code_field.get<long>() : 500L;
+    return StatusFromHttp(code, status.dump(), "");
+  } else {
+    return absl::DataLossError(absl::StrCat("watch: unknown event type ", type));
+  }
+  out.object = std::move(event["object"]);
+  return out;
+}
 
 KubeClient::KubeClient(KubeConfig config, Options options, const Clock& clock)
     : config_(std::move(config)), options_(options), clock_(clock), token_(config_, clock) {}
@@ -338,19 +343,18 @@ absl::StatusOr<KubeList> KubeClient::List(const KubeResource& resource, const st
     if (!next.empty()) absl::StrAppend(&path, "&continue=", Escape(next));
     absl::StatusOr<nlohmann::json> page = Send("GET", path, "");
     if (!page.ok()) return page.status();
-    const nlohmann::json& meta = (*page)["metadata"];
-    if (list.resource_version.empty() && meta.is_object()) {
-      list.resource_version = meta.value("resourceVersion", "");
-    }
-    if ((*page)["items"].is_array()) {
+    const nlohmann::json& meta = JsonField(*page, "metadata");
+    if (list.resource_version.empty()) list.resource_version = JsonString(meta, "resourceVersion");
+    if (page->is_object() && (*page)["items"].is_array()) {
       for (nlohmann::json& item : (*page)["items"]) {
+        if (!item.is_object()) continue;
         // Items of a list carry no kind; the watch's objects do.
         item["apiVersion"] = resource.ApiVersion();
         item["kind"] = resource.kind;
         list.items.push_back(std::move(item));
       }
     }
-    next = meta.is_object() ? meta.value("continue", "") : "";
+    next = JsonString(meta, "continue");
   } while (!next.empty());
   return list;
 }
@@ -379,13 +383,12 @@ absl::StatusOr<nlohmann::json> KubeClient::Get(const KubeResource& resource, con
 
 absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& resource,
                                                         const nlohmann::json& object) {
-  const nlohmann::json& meta = object["metadata"];
-  if (!meta.is_object() || !meta["name"].is_string()) {
+  const nlohmann::json& meta = JsonField(object, "metadata");
+  const std::string name = JsonString(meta, "name");
+  if (name.empty())
     return absl::InvalidArgumentError("UpdateStatus: the object has no metadata.name");
-  }
-  std::string ns = meta.value("namespace", "");
   return Send("PUT",
-              absl::StrCat(resource.Path(ns), "/", meta["name"].get<std::string>(), "/status"),
+              absl::StrCat(resource.Path(JsonString(meta, "namespace")), "/", name, "/status"),
               object.dump());
 }
 

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -77,6 +78,11 @@ class KubeClient : public KubeApi {
   const Clock& clock_;
   BearerToken token_;
 };
+
+// One line of a watch stream: an event, nothing (a blank line), or the
+// status that ends the watch (an ERROR event, or a line that is not an
+// event: DataLoss).
+absl::StatusOr<std::optional<KubeWatchEvent>> ParseWatchLine(absl::string_view line);
 
 // The absl status for an HTTP answer (see KubeApi): `body` may be a
 // Kubernetes Status object, whose message is kept.

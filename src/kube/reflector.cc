@@ -2,21 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
+#include "src/kube/json_fields.h"
 
 namespace holdfast {
 namespace {
-
-std::shared_ptr<const KubeObject> ToObject(nlohmann::json json) {
-  auto object = std::make_shared<KubeObject>();
-  const nlohmann::json& meta = json["metadata"];
-  if (meta.is_object()) {
-    object->ns = meta.value("namespace", "");
-    object->name = meta.value("name", "");
-    object->resource_version = meta.value("resourceVersion", "");
-  }
-  object->object = std::move(json);
-  return object;
-}
 
 std::string KeyOf(const KubeObject& object) { return absl::StrCat(object.ns, "/", object.name); }
 
@@ -26,6 +15,16 @@ std::string KeyOf(const KubeObject& object) { return absl::StrCat(object.ns, "/"
 constexpr absl::Duration kShortestQuietWatch = absl::Seconds(1);
 
 }  // namespace
+
+std::shared_ptr<const KubeObject> MakeKubeObject(nlohmann::json json) {
+  auto object = std::make_shared<KubeObject>();
+  const nlohmann::json& meta = JsonField(json, "metadata");
+  object->ns = JsonString(meta, "namespace");
+  object->name = JsonString(meta, "name");
+  object->resource_version = JsonString(meta, "resourceVersion");
+  object->object = std::move(json);
+  return object;
+}
 
 Reflector::Reflector(Options options, KubeApi* api, const Clock& clock, Random& random,
                      std::function<void()> on_change)
@@ -108,7 +107,7 @@ absl::Duration Reflector::List() {
   if (!list.ok()) return Failed(list.status());
   KubeObjects fresh;
   for (nlohmann::json& item : list->items) {
-    std::shared_ptr<const KubeObject> object = ToObject(std::move(item));
+    std::shared_ptr<const KubeObject> object = MakeKubeObject(std::move(item));
     fresh[KeyOf(*object)] = std::move(object);
   }
   MarkContact();
@@ -127,8 +126,7 @@ absl::Duration Reflector::List() {
 
 void Reflector::Apply(const KubeWatchEvent& event) {
   MarkContact();
-  const nlohmann::json& meta = event.object["metadata"];
-  std::string version = meta.is_object() ? meta.value("resourceVersion", "") : "";
+  std::string version = JsonString(JsonField(event.object, "metadata"), "resourceVersion");
   {
     absl::MutexLock lock(&mu_);
     if (!version.empty()) {
@@ -136,7 +134,7 @@ void Reflector::Apply(const KubeWatchEvent& event) {
       health_.resource_version = version;
     }
     if (event.type == KubeWatchEvent::Type::kBookmark) return;
-    std::shared_ptr<const KubeObject> object = ToObject(event.object);
+    std::shared_ptr<const KubeObject> object = MakeKubeObject(event.object);
     if (event.type == KubeWatchEvent::Type::kDeleted) {
       objects_.erase(KeyOf(*object));
     } else {

@@ -27,6 +27,10 @@ struct KubeObject {
 // shared, so a copy of the map is cheap.
 using KubeObjects = std::map<std::string, std::shared_ptr<const KubeObject>>;
 
+// An object as the API server sent it, with its identity read leniently
+// (missing or mistyped metadata leaves the fields empty).
+std::shared_ptr<const KubeObject> MakeKubeObject(nlohmann::json json);
+
 // Keeps a local copy of one resource (in one namespace or all), as
 // client-go's reflector does: list, then watch from the list's
 // resourceVersion; a watch that ends (the server's timeout) or breaks is

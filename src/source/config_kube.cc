@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
+#include "src/kube/json_fields.h"
 #include "src/model/types.h"
 
 namespace holdfast {
@@ -93,20 +94,20 @@ SourceHealth KubeConfigSource::health() const {
 
 std::string KubeConfigSource::DecoderText(const nlohmann::json& object) {
   nlohmann::json meta = nlohmann::json::object();
-  const nlohmann::json& from = object["metadata"];
+  const nlohmann::json& from = JsonField(object, "metadata");
   for (const char* field : {"name", "namespace", "labels"}) {
-    if (from.is_object() && from.contains(field)) meta[field] = from[field];
+    if (const nlohmann::json& value = JsonField(from, field); !value.is_null()) meta[field] = value;
   }
-  nlohmann::json doc = {{"apiVersion", object.value("apiVersion", "")},
-                        {"kind", object.value("kind", "")},
+  nlohmann::json doc = {{"apiVersion", JsonString(object, "apiVersion")},
+                        {"kind", JsonString(object, "kind")},
                         {"metadata", meta}};
-  if (object.contains("spec")) doc["spec"] = object["spec"];
+  if (const nlohmann::json& spec = JsonField(object, "spec"); !spec.is_null()) doc["spec"] = spec;
   return doc.dump();
 }
 
 void KubeConfigSource::AddObject(const KubeObject& object, const DecodedFile& decoded,
                                  TranslationInput* input) {
-  const std::string kind = object.object.value("kind", "");
+  const std::string kind = JsonString(object.object, "kind");
   const ObjectKey key{kind, object.ns, object.name};
   const SourceLocation at{KubeLocation(kind, object.ns, object.name), 0};
   std::vector<FieldError>& invalid = input->invalid[key];
@@ -149,7 +150,7 @@ void KubeConfigSource::ApplyIfChanged() {
   for (const auto& reflector : reflectors_) {
     for (const auto& [name, object] : reflector->objects()) {
       const std::string location =
-          KubeLocation(object->object.value("kind", ""), object->ns, object->name);
+          KubeLocation(JsonString(object->object, "kind"), object->ns, object->name);
       auto cached = decoded_.find(location);
       if (cached != decoded_.end() && cached->second.first == object->resource_version) {
         decoded.emplace(location, std::move(cached->second));
