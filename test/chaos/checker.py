@@ -702,8 +702,6 @@ def check_store_cut_effective(events):
     if not cuts:
         return False, "no cut recorded"
     names = target_names(events)
-    target_of = {e["p"]: names[e["target"]] for e in events
-                 if e["kind"] == "fleet" and e["ev"] == "connect"}
     write_start = {}
     for w in by_kind(events, "write"):
         write_start[w["gen"]] = min(w.get("start", w["t"]), write_start.get(w["gen"], w["t"]))
@@ -715,9 +713,13 @@ def check_store_cut_effective(events):
             bad.append(f"cut {fid}: never ended")
             continue
         withheld += any(frm < s and t < until for s, t in commits)
+        on = {}  # proxy -> the replica it is connected to (a reconnect may move it)
         for e in events:
-            if not (e["kind"] == "fleet" and e["ev"] in ("gen", "complete")
-                    and frm < e["t"] < until and target_of.get(e["p"]) in replicas):
+            if e["kind"] != "fleet" or "target" not in e:
+                continue
+            on[e["p"]] = names[e["target"]]
+            if not (e["ev"] in ("gen", "complete") and frm < e["t"] < until
+                    and on[e["p"]] in replicas):
                 continue
             g = e.get("gen")
             if g is not None and write_start.get(g, float("-inf")) > frm:
@@ -851,18 +853,19 @@ def _doctor_cuts(events, add):
     add(name, "no cut recorded", [e for e in events if e["kind"] != "store_cut"])
     # A proxy of a cut-off replica gets a generation written during the cut.
     names = target_names(events)
-    connects = [e for e in events if e["kind"] == "fleet" and e["ev"] == "connect"]
+    sessions = fleet_sessions(events)
     for fid, replicas, frm, until in store_cuts(events):
         if until is None:
             continue
         w = next((w for w in by_kind(events, "write") if w["ok"]
                   and frm < w.get("start", w["t"]) and w["t"] < until), None)
-        p = next((c["p"] for c in connects if names[c["target"]] in replicas
-                  and c["t"] < w["t"]), None) if w else None
-        if p is not None:
-            add(name, f"proxy {p} gets gen {w['gen']} during cut {fid}", events + [
-                {"t": (w["t"] + until) / 2, "kind": "fleet", "ev": "gen", "p": p,
-                 "gen": w["gen"]}])
+        t = (w["t"] + until) / 2 if w else None
+        s = next((s for s in sessions if names[s["target"]] in replicas and s["connect"] < t
+                  and (s["end"] is None or s["end"] > t)), None) if w else None
+        if s is not None:
+            add(name, f"proxy {s['p']} gets gen {w['gen']} during cut {fid}", events + [
+                {"t": t, "kind": "fleet", "ev": "gen", "p": s["p"], "gen": w["gen"],
+                 "target": s["target"]}])
             break
     add(name, "no write committed during any cut", _replace(
         events, lambda e: e["kind"] == "write" and any(
