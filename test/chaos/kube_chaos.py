@@ -79,8 +79,10 @@ PROFILES = {
     "short": dict(faults=14, min_dur=1.0, max_dur=4.0, long_share=0.0, proxies=30,
                   mid_fault_proxies=3, gap=1.0, delta_share=0.5),
     # At least 200 faults; durations 1-120 s (a tenth of them long).
+    # mid_fault_proxies: 3 round-robin, so new proxies reach every replica
+    # during every fault.
     "long": dict(faults=210, min_dur=1.0, max_dur=20.0, long_share=0.1, proxies=60,
-                 mid_fault_proxies=2, gap=1.0, delta_share=0.5),
+                 mid_fault_proxies=3, gap=1.0, delta_share=0.5),
 }
 
 
