@@ -74,10 +74,13 @@ FAULT_KINDS = ("apiserver-blackhole-one", "apiserver-blackhole-all", "apiserver-
                "apiserver-kill", "apiserver-etcd-kill", "replica-kill", "replica-kill-cut-off")
 
 PROFILES = {
-    # 14 faults (every kind twice), durations 1-4 s: about 3-4 minutes on
-    # two busy cores, the API server's start-up included.
+    # 14 faults (every kind twice), durations 1-4 s, except that the first
+    # blackhole of every replica lasts `incident` s: past holdfast's
+    # detection of a silent watch (30 s watch timeout + 5 s), so the
+    # replicas see the API server unreachable, as in the incident. About
+    # 2-3 minutes on two busy cores, the API server's start-up included.
     "short": dict(faults=14, min_dur=1.0, max_dur=4.0, long_share=0.0, proxies=30,
-                  mid_fault_proxies=3, gap=1.0, delta_share=0.5),
+                  mid_fault_proxies=3, gap=1.0, delta_share=0.5, incident=40.0),
     # At least 200 faults; durations 1-120 s (a tenth of them long).
     # mid_fault_proxies: 3 round-robin, so new proxies reach every replica
     # during every fault.
@@ -171,6 +174,9 @@ class KubeDeployment(Deployment):
 
     def store_fault(self, kind: str, fid: int, dur: float, leader):
         target = None
+        if kind == "apiserver-blackhole-all" and not getattr(self, "incident_done", False):
+            self.incident_done = True
+            dur = max(dur, self.profile.get("incident", 0.0))
         if kind in ("apiserver-blackhole-one", "apiserver-blackhole-all"):
             names = [self.rng.choice(self.names)] if kind.endswith("one") else list(self.names)
             target = names[0] if len(names) == 1 else "all"
