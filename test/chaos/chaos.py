@@ -2,6 +2,11 @@
 """Chaos run: a realistic holdfast deployment on one machine under a nemesis.
 
     python3 test/chaos/chaos.py --profile short|long [--seed N] [--out DIR]
+                                [--store etcd|kube]
+
+With --store kube the configuration comes from a real Kubernetes API server
+instead (kube_chaos.py: the same deployment, fleet, writer and history, the
+store and its faults replaced); what follows describes the etcd store.
 
 Deployment (everything on 127.0.0.1): a three-member etcd cluster; three
 holdfast replicas, each reaching every etcd member through its own
@@ -223,6 +228,17 @@ class RealClient:
 # --- the deployment ----------------------------------------------------------
 
 class Deployment:
+    """The etcd deployment. A subclass replaces the store: the methods of
+    the "store" section (start_store, start_replica, apply_gen,
+    store_fault, wait_store_back, heal_store, record_store_history,
+    close_store) and the class attributes below."""
+
+    STORE = "etcd"
+    FAULT_KINDS = FAULT_KINDS
+    # Replicas elect a leader (/debug/leader): the nemesis waits for an
+    # agreed one after each fault and the checker judges leadership.
+    LEADERSHIP = True
+
     def __init__(self, out: Path, profile: dict, rng: random.Random):
         self.out = out
         self.profile = profile
@@ -243,21 +259,19 @@ class Deployment:
     # -- setup --
 
     def start(self) -> None:
-        problem = which_etcd()
-        if problem:
-            raise SystemExit(problem)
+        self.check_prerequisites()
         for p in (self.binaries.holdfast, self.binaries.echo_backend,
                   self.binaries.xds_cpp_client):
             if not Path(p).exists():
                 raise SystemExit(f"missing binary {p} (set HOLDFAST_BUILD_DIR)")
         fleet_bin = build_fleet()
         self.history.add("run_start", profile=self.profile, pid=os.getpid(),
+                         store=self.STORE, leadership=self.LEADERSHIP,
+                         fault_kinds=list(self.FAULT_KINDS),
                          lease=LEASE_DURATION, retry=RETRY_PERIOD,
                          retry_jitter=RETRY_JITTER, store_grace=STORE_GRACE)
         os.environ[PAUSE_HOOK_ENV] = "1"  # replicas inherit it
-        self.etcd = EtcdCluster(self.procs, self.out / "etcd", size=3).start()
-        self.store = Store(self.procs, self.binaries.holdfast, self.etcd, self.out / "store")
-        self.history.add("prefix", prefix=self.store.prefix)
+        self.start_store()
         self.alpha = Backend(self.procs, self.binaries.echo_backend, "alpha", self.out)
         self.beta = Backend(self.procs, self.binaries.echo_backend, "beta", self.out)
         self.write_gen()  # generation 1 before any replica starts
@@ -265,12 +279,8 @@ class Deployment:
         self.replicas = {}
         self.fronts: dict[str, FaultProxy] = {}
         for name in ("a", "b", "c"):
-            proxies = [FaultProxy(m.client_port, name=f"store-{name}-{i}")
-                       for i, m in enumerate(self.etcd.members)]
-            self.store_proxies[name] = proxies
             t_exec = time.time()
-            r = self.store.replica(name, endpoints=",".join(p.endpoint for p in proxies),
-                                   extra=["--store-grace", f"{STORE_GRACE:g}s"])
+            r = self.start_replica(name)
             self.replicas[name] = r
             self.fronts[name] = FaultProxy(r.xds_port, name=f"front-{name}")
             self.history.add("replica_start", replica=name, pid=r.proc.pid, exec=t_exec,
@@ -301,6 +311,117 @@ class Deployment:
         with self.lock:
             self.real.append(RealClient(c, front_index, self.history, REAL_DEADLINE_MS / 1000))
 
+    # -- the store (etcd here; a subclass replaces this section) --
+
+    def check_prerequisites(self) -> None:
+        problem = which_etcd()
+        if problem:
+            raise SystemExit(problem)
+
+    def start_store(self) -> None:
+        self.etcd = EtcdCluster(self.procs, self.out / "etcd", size=3).start()
+        self.store = Store(self.procs, self.binaries.holdfast, self.etcd, self.out / "store")
+        self.history.add("prefix", prefix=self.store.prefix)
+
+    def start_replica(self, name: str):
+        """Starts replica `name` behind its own fault proxies (stored in
+        self.store_proxies[name], what set_store() switches); returns it
+        once its ports are known."""
+        proxies = [FaultProxy(m.client_port, name=f"store-{name}-{i}")
+                   for i, m in enumerate(self.etcd.members)]
+        self.store_proxies[name] = proxies
+        return self.store.replica(name, endpoints=",".join(p.endpoint for p in proxies),
+                                  extra=["--store-grace", f"{STORE_GRACE:g}s"])
+
+    def apply_gen(self, gen: int) -> tuple:
+        """Applies generation `gen`'s objects; (exit code, error text)."""
+        path = self.store.write(f"gen-{gen % 4}.yaml", *self.objects(gen))
+        try:
+            r = self.store.cli.run("apply", "-f", path, timeout=30)
+            return r.returncode, (r.stderr or "")[-300:]
+        except subprocess.TimeoutExpired:
+            return -1, "timeout"
+        except OSError as e:  # the binary being relinked (ETXTBSY, EACCES)
+            return -2, repr(e)
+
+    def store_fault(self, kind: str, fid: int, dur: float, leader):
+        """Injects and heals one fault of the store; returns its target."""
+        target = None
+        if kind == "store-blackhole-one":
+            target = self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            self.set_store([target], "blackhole")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "store-reject-one":
+            target = self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            self.set_store([target], "reject")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "store-blackhole-all":
+            self.history.add("fault_start", id=fid, fault=kind, target="all", duration=dur)
+            self.set_store(self.names, "blackhole")
+            self.mid_fault(fid)
+            time.sleep(dur)
+            self.set_store(self.names, "pass")
+        elif kind == "store-blackhole-leader":
+            target = leader or self.rng.choice(self.names)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
+                             was_leader=leader == target)
+            self.set_store([target], "blackhole")
+            self.mid_fault(fid, target)
+            time.sleep(dur)
+            self.set_store([target], "pass")
+        elif kind == "etcd-member-kill":
+            m = self.rng.choice(self.etcd.members)
+            self.history.add("fault_start", id=fid, fault=kind, target=m.name, duration=dur)
+            m.kill()
+            self.mid_fault(fid)
+            time.sleep(dur)
+            m.restart()
+            self.wait_store_back(fid)
+        elif kind == "etcd-quorum-loss":
+            ms = self.rng.sample(self.etcd.members, 2)
+            self.history.add("fault_start", id=fid, fault=kind,
+                             target=",".join(m.name for m in ms), duration=dur)
+            for m in ms:
+                m.kill()
+            self.mid_fault(fid)
+            time.sleep(dur)
+            for m in ms:
+                m.restart()
+            self.wait_store_back(fid)
+        else:
+            raise ValueError(kind)
+        return target
+
+    def wait_store_back(self, fid: int) -> None:
+        """After etcd members restart, the store is back once a write
+        succeeds; fault_end (what the checker measures from) comes after."""
+        try:
+            self.etcd.wait_writable(timeout=60)
+        except AssertionError as e:
+            self.history.add("store_not_back", id=fid, error=str(e)[:500])
+
+    def heal_store(self) -> None:
+        """At the end: every fault undone, the store writable."""
+        for n in self.names:
+            self.set_store([n], "pass")
+        for m in self.etcd.members:
+            if not m.running():
+                m.restart()
+        self.etcd.wait_writable()
+
+    def record_store_history(self) -> None:
+        self.record_etcd_history()
+
+    def close_store(self) -> None:
+        """After the replicas stopped: nothing for etcd (the ProcessSet
+        stops its members)."""
+
     # -- the writer --
 
     def objects(self, gen: int) -> list:
@@ -319,15 +440,8 @@ class Deployment:
         with self.lock:
             self.gen += 1
             gen = self.gen
-        path = self.store.write(f"gen-{gen % 4}.yaml", *self.objects(gen))
         t0 = time.time()
-        try:
-            r = self.store.cli.run("apply", "-f", path, timeout=30)
-            rc, err = r.returncode, (r.stderr or "")[-300:]
-        except subprocess.TimeoutExpired:
-            rc, err = -1, "timeout"
-        except OSError as e:  # the binary being relinked (ETXTBSY, EACCES)
-            rc, err = -2, repr(e)
+        rc, err = self.apply_gen(gen)
         self.history.add("write", t=time.time(), start=t0, gen=gen, ok=rc == 0, rc=rc,
                          backend=backend_of(gen), err=err)
         if rc == 0:
@@ -467,10 +581,17 @@ class Deployment:
             return None
         return leaders[0]
 
-    def set_store(self, names, mode: str) -> None:
+    def set_store(self, names, mode: str, **kw) -> None:
         for n in names:
             for p in self.store_proxies[n]:
-                p.set_mode(mode)
+                p.set_mode(mode, **kw)
+
+    def cut_off(self, fid: int, target: str) -> None:
+        """replica-kill-cut-off: the target loses the store."""
+        self.set_store([target], "blackhole")
+
+    def reconnect(self, fid: int, target: str) -> None:
+        self.set_store([target], "pass")
 
     # -- the nemesis --
 
@@ -482,7 +603,7 @@ class Deployment:
 
     def run_faults(self) -> None:
         p = self.profile
-        kinds = list(FAULT_KINDS)
+        kinds = list(self.FAULT_KINDS)
         for i in range(p["faults"]):
             # Every kind once before repeating, in random order.
             if i % len(kinds) == 0:
@@ -518,60 +639,13 @@ class Deployment:
         detail = {}
         leader = self.leader_name()
         t0 = time.time()
-        if kind == "store-blackhole-one":
-            target = self.rng.choice(self.names)
-            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
-            self.set_store([target], "blackhole")
-            self.mid_fault(fid, target)
-            time.sleep(dur)
-            self.set_store([target], "pass")
-        elif kind == "store-reject-one":
-            target = self.rng.choice(self.names)
-            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
-            self.set_store([target], "reject")
-            self.mid_fault(fid, target)
-            time.sleep(dur)
-            self.set_store([target], "pass")
-        elif kind == "store-blackhole-all":
-            self.history.add("fault_start", id=fid, fault=kind, target="all", duration=dur)
-            self.set_store(self.names, "blackhole")
-            self.mid_fault(fid)
-            time.sleep(dur)
-            self.set_store(self.names, "pass")
-        elif kind == "store-blackhole-leader":
-            target = leader or self.rng.choice(self.names)
-            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
-                             was_leader=leader == target)
-            self.set_store([target], "blackhole")
-            self.mid_fault(fid, target)
-            time.sleep(dur)
-            self.set_store([target], "pass")
-        elif kind == "etcd-member-kill":
-            m = self.rng.choice(self.etcd.members)
-            self.history.add("fault_start", id=fid, fault=kind, target=m.name, duration=dur)
-            m.kill()
-            self.mid_fault(fid)
-            time.sleep(dur)
-            m.restart()
-            self.wait_store_back(fid)
-        elif kind == "etcd-quorum-loss":
-            ms = self.rng.sample(self.etcd.members, 2)
-            self.history.add("fault_start", id=fid, fault=kind,
-                             target=",".join(m.name for m in ms), duration=dur)
-            for m in ms:
-                m.kill()
-            self.mid_fault(fid)
-            time.sleep(dur)
-            for m in ms:
-                m.restart()
-            self.wait_store_back(fid)
-        elif kind in ("replica-kill", "replica-kill-cut-off"):
+        if kind in ("replica-kill", "replica-kill-cut-off"):
             target = self.rng.choice(self.names)
             r = self.replicas[target]
             cut = kind == "replica-kill-cut-off"
             self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
             if cut:
-                self.set_store([target], "blackhole")
+                self.cut_off(fid, target)
                 self.kill_replica(target)
             else:
                 detail = self.kill_mid_write(target)
@@ -588,7 +662,7 @@ class Deployment:
                 self.fleet.add(1, self.names.index(target), "delta")
                 time.sleep(2.0)
                 self.history.add("store_back", id=fid, target=target)
-                self.set_store([target], "pass")
+                self.reconnect(fid, target)
         elif kind == "leader-pause":
             target = leader or self.rng.choice(self.names)
             dur = max(dur, LEASE_DURATION + 2.0)
@@ -604,7 +678,7 @@ class Deployment:
             with self.lock:
                 self.paused.discard(target)
         else:
-            raise ValueError(kind)
+            target = self.store_fault(kind, fid, dur, leader)
         with self.lock:
             committed = self.committed
         self.history.add("fault_end", id=fid, fault=kind, target=target,
@@ -615,14 +689,6 @@ class Deployment:
             real = list(self.real)
         return all(c.client.lines()[-5:] == [f"ok {backend}"] * 5 for c in real
                    if c.client.proc.running())
-
-    def wait_store_back(self, fid: int) -> None:
-        """After etcd members restart, the store is back once a write
-        succeeds; fault_end (what the checker measures from) comes after."""
-        try:
-            self.etcd.wait_writable(timeout=60)
-        except AssertionError as e:
-            self.history.add("store_not_back", id=fid, error=str(e)[:500])
 
     def settle(self, timeout: float = CONVERGE_TIMEOUT) -> bool:
         """Waits (bounded) until every live proxy holds what was committed
@@ -636,7 +702,7 @@ class Deployment:
             with self.lock:
                 backend = backend_of(self.committed)
             if not self.fleet.lagging(goal) and self.real_serving(backend) \
-                    and self.agreed_leader() is not None:
+                    and (not self.LEADERSHIP or self.agreed_leader() is not None):
                 return True
             time.sleep(0.2)
         self.history.add("settle_timeout", goal=goal, lagging=self.fleet.lagging(goal)[:20],
@@ -648,12 +714,7 @@ class Deployment:
     def finish(self) -> None:
         self.stopping.set()
         self.writer.join(timeout=60)
-        for n in self.names:
-            self.set_store([n], "pass")
-        for m in self.etcd.members:
-            if not m.running():
-                m.restart()
-        self.etcd.wait_writable()
+        self.heal_store()
         final_ok = False
         for _ in range(5):
             if self.write_gen():
@@ -685,7 +746,7 @@ class Deployment:
                                  damaged=metric_sum(m, "holdfast_snapshot_file_damaged_total"),
                                  fenced=metric_sum(m, "holdfast_status_writes_fenced_total"),
                                  transitions=metric_sum(m, "holdfast_leader_transitions_total"))
-        self.record_etcd_history()
+        self.record_store_history()
         self.history.add("run_end")
 
     def record_etcd_history(self) -> None:
@@ -764,6 +825,10 @@ class Deployment:
         for f in getattr(self, "fronts", {}).values():
             f.close()
         try:
+            self.close_store()
+        except AssertionError as e:
+            self.history.add("teardown_problem", error=str(e)[:3000])
+        try:
             self.procs.close_all()
         except AssertionError as e:  # a replica that ended badly: the checker fails
             self.history.add("teardown_problem", error=str(e)[:3000])
@@ -808,11 +873,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--faults", type=int, default=None, help="override the profile's count")
+    ap.add_argument("--store", choices=("etcd", "kube"), default="etcd",
+                    help="where the configuration lives: etcd (default) or a real "
+                         "Kubernetes API server (kube_chaos.py)")
     ap.add_argument("--no-netns", action="store_true",
                     help="run in the current network namespace (not recommended)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"holdfast-chaos-{seed}"
+    tag = "" if args.store == "etcd" else f"{args.store}-"
+    out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"holdfast-chaos-{tag}{seed}"
 
     if not args.no_netns and not in_private_netns():
         unshare = shutil.which("unshare")
@@ -822,7 +891,7 @@ def main(argv=None) -> int:
         # network to fetch Go modules with (the inner run finds it cached).
         build_fleet()
         inner = [sys.executable, str(Path(__file__).resolve()), "--profile", args.profile,
-                 "--seed", str(seed), "--out", str(out), "--no-netns"]
+                 "--seed", str(seed), "--out", str(out), "--store", args.store, "--no-netns"]
         if args.faults is not None:
             inner += ["--faults", str(args.faults)]
         script = "ip link set lo up && exec " + " ".join(f"'{a}'" for a in inner)
@@ -830,14 +899,20 @@ def main(argv=None) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "history.jsonl").unlink(missing_ok=True)
-    profile = dict(PROFILES[args.profile])
+    deployment = Deployment
+    profiles = PROFILES
+    if args.store == "kube":
+        import kube_chaos
+        deployment, profiles = kube_chaos.KubeDeployment, kube_chaos.PROFILES
+    profile = dict(profiles[args.profile])
     if args.faults is not None:
         profile["faults"] = args.faults
     profile["name"] = args.profile
     profile["seed"] = seed
     profile["netns_private"] = in_private_netns()
-    print(f"chaos: profile {args.profile}, seed {seed}, out {out}", flush=True)
-    d = Deployment(out, profile, random.Random(seed))
+    print(f"chaos: store {args.store}, profile {args.profile}, seed {seed}, out {out}",
+          flush=True)
+    d = deployment(out, profile, random.Random(seed))
     code = 0
     try:
         d.start()

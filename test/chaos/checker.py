@@ -56,6 +56,17 @@ Checks:
                         writer wrote (a garbled snapshot would show otherwise)
   replicas_stopped_cleanly  every replica, stopped with SIGTERM at the end,
                         exited 0 within the grace period
+  store_cut_effective   (Kubernetes runs) every cut of replicas off the API
+                        server took effect: no proxy of a cut-off replica
+                        received, during the cut, a generation whose write
+                        began after the cut; and some cut had a committed
+                        write to withhold (else the check judged nothing)
+
+Which checks apply comes from the run's own run_start: on Kubernetes
+(`store: kube`), fencing is not judged (its evidence is etcd's event
+history; fenced status writes on Kubernetes are not built), nor is
+leader_after_store while the run has no leader election (`leadership:
+false`); both are listed as not judged.
 """
 
 import argparse
@@ -80,7 +91,10 @@ RECONNECT_SLOPE = 0.9
 RECONNECT_BASE = 1.2
 STORE_FAULTS = {"store-blackhole-one", "store-blackhole-all", "store-blackhole-leader",
                 "store-reject-one", "etcd-member-kill", "etcd-quorum-loss",
-                "replica-kill-cut-off", "leader-pause"}
+                "replica-kill-cut-off", "leader-pause",
+                # Kubernetes runs (kube_chaos.py)
+                "apiserver-blackhole-one", "apiserver-blackhole-all", "apiserver-slow",
+                "apiserver-kill", "apiserver-etcd-kill"}
 REPLICAS = ("a", "b", "c")
 SIGNAL_FAULTS = {"leader-pause", "replica-kill", "replica-kill-cut-off"}
 
@@ -674,6 +688,50 @@ def check_served_written(events):
     return (False, f"{desc}; never written: {unknown[:10]}") if unknown else (True, desc)
 
 
+def store_cuts(events):
+    """(id, replicas, from, until) per cut (store_cut .. store_uncut)."""
+    ends = {e["id"]: e["t"] for e in by_kind(events, "store_uncut")}
+    return [(e["id"], e["replicas"], e["t"], ends.get(e["id"]))
+            for e in by_kind(events, "store_cut")]
+
+
+def check_store_cut_effective(events):
+    """A cut-off replica's proxies get nothing written after the cut began
+    until it ends; some cut had a committed write to withhold."""
+    cuts = store_cuts(events)
+    if not cuts:
+        return False, "no cut recorded"
+    names = target_names(events)
+    write_start = {}
+    for w in by_kind(events, "write"):
+        write_start[w["gen"]] = min(w.get("start", w["t"]), write_start.get(w["gen"], w["t"]))
+    commits = [(w.get("start", w["t"]), w["t"]) for w in by_kind(events, "write") if w["ok"]]
+    bad, withheld, unended = [], 0, 0
+    for fid, replicas, frm, until in cuts:
+        if until is None:
+            unended += 1
+            bad.append(f"cut {fid}: never ended")
+            continue
+        withheld += any(frm < s and t < until for s, t in commits)
+        on = {}  # proxy -> the replica it is connected to (a reconnect may move it)
+        for e in events:
+            if e["kind"] != "fleet" or "target" not in e:
+                continue
+            on[e["p"]] = names[e["target"]]
+            if not (e["ev"] in ("gen", "complete") and frm < e["t"] < until
+                    and on[e["p"]] in replicas):
+                continue
+            g = e.get("gen")
+            if g is not None and write_start.get(g, float("-inf")) > frm:
+                bad.append(f"cut {fid} of {','.join(replicas)}: proxy {e['p']} got gen {g} "
+                           f"{e['t'] - frm:.2f}s into the cut, written "
+                           f"{write_start[g] - frm:.2f}s into it")
+    desc = f"{len(cuts)} cuts, {withheld} with a committed write withheld"
+    if not withheld:
+        bad.append("no write committed during any cut: nothing was judged")
+    return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
+
+
 CHECKS = [
     ("runner_completed", check_runner),
     ("no_replica_exited", check_no_exit),
@@ -687,12 +745,41 @@ CHECKS = [
     ("restart_cut_off_serves_persisted", check_restart_persisted),
     ("served_written_configs", check_served_written),
     ("replicas_stopped_cleanly", check_stopped_cleanly),
+    ("store_cut_effective", check_store_cut_effective),
 ]
+KUBE_ONLY = {"store_cut_effective"}
+
+
+def run_mode(events):
+    """(store, leadership) as the run recorded them (etcd and leadership
+    when it did not: runs before Kubernetes mode)."""
+    run = by_kind(events, "run_start")
+    r = run[0] if run else {}
+    return r.get("store", "etcd"), r.get("leadership", True)
+
+
+def not_judged(events):
+    """{check: why} for the checks that do not apply to this run."""
+    store, leadership = run_mode(events)
+    out = {}
+    if store != "etcd":
+        out["fencing"] = (f"statuses are not written on {store} yet (fencing's evidence is "
+                          "etcd's event history)")
+    if not leadership:
+        out["leader_after_store"] = "no leader election in this run"
+    if store != "kube":
+        out.update({n: "Kubernetes runs only" for n in KUBE_ONLY})
+    return out
+
+
+def active_checks(events):
+    skip = not_judged(events)
+    return [(n, fn) for n, fn in CHECKS if n not in skip]
 
 
 def evaluate(events):
     out = []
-    for name, fn in CHECKS:
+    for name, fn in active_checks(events):
         try:
             ok, detail = fn(events)
         except Exception as e:  # noqa: BLE001 - a broken history fails the check
@@ -719,6 +806,11 @@ def fault_table(events):
     total = sum(len(v) for v in rows.values())
     lines.append(f"| **total** | {total} | | |")
     return "\n".join(lines)
+
+
+def not_judged_rows(events):
+    return "".join(f"\n| {n} | not judged | {why} |" for n, why in not_judged(events).items()
+                   if n in {c for c, _ in CHECKS})
 
 
 def results_table(results):
@@ -751,7 +843,35 @@ def _doctor(events):
     _doctor_store(events, add)
     _doctor_snapshot(events, add)
     _doctor_stops(events, add)
-    return out
+    _doctor_cuts(events, add)
+    active = {n for n, _ in active_checks(events)}
+    return [c for c in out if c[0] in active]
+
+
+def _doctor_cuts(events, add):
+    name = "store_cut_effective"
+    add(name, "no cut recorded", [e for e in events if e["kind"] != "store_cut"])
+    # A proxy of a cut-off replica gets a generation written during the cut.
+    names = target_names(events)
+    sessions = fleet_sessions(events)
+    for fid, replicas, frm, until in store_cuts(events):
+        if until is None:
+            continue
+        w = next((w for w in by_kind(events, "write") if w["ok"]
+                  and frm < w.get("start", w["t"]) and w["t"] < until), None)
+        t = (w["t"] + until) / 2 if w else None
+        s = next((s for s in sessions if names[s["target"]] in replicas and s["connect"] < t
+                  and (s["end"] is None or s["end"] > t)), None) if w else None
+        if s is not None:
+            add(name, f"proxy {s['p']} gets gen {w['gen']} during cut {fid}", events + [
+                {"t": t, "kind": "fleet", "ev": "gen", "p": s["p"], "gen": w["gen"],
+                 "target": s["target"]}])
+            break
+    add(name, "no write committed during any cut", _replace(
+        events, lambda e: e["kind"] == "write" and any(
+            frm < e.get("start", e["t"]) and e["t"] < (u or float("inf"))
+            for _, _, frm, u in store_cuts(events)),
+        lambda e: dict(e, ok=False)))
 
 
 def _replace(events, match, change):
@@ -958,7 +1078,7 @@ def main(argv=None) -> int:
     print(fault_table(events))
     print()
     results = evaluate(events)
-    print(results_table(results))
+    print(results_table(results) + not_judged_rows(events))
     failed = [n for n, ok, _ in results if not ok]
     print()
     print(f"{len(results) - len(failed)}/{len(results)} checks passed"

@@ -19,6 +19,7 @@ etcdctl calls then trust the member's CA and log in as root.
 """
 
 import base64
+import collections
 import errno
 import json
 import os
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -468,12 +470,17 @@ class FaultProxy:
     reject     reset every connection (RST) and close the listening socket,
                so new connections are refused (ECONNREFUSED). Back in
                `pass`/`blackhole`, it listens again on the same port.
+    slow       forward bytes both ways, each chunk read held back for
+               `delay` seconds (set_mode("slow", delay=...)) before it is
+               passed on: a slow link or an overloaded server, in order and
+               without loss (netem's delay, on loopback). Back in `pass`,
+               what is held goes at once; in `blackhole`, it stays held.
 
     One selector thread does all I/O. set_mode() returns once the thread has
     applied the mode: after set_mode("reject"), no old connection is open.
     """
 
-    MODES = ("pass", "blackhole", "reject")
+    MODES = ("pass", "blackhole", "reject", "slow")
     _BUF = 256 * 1024
 
     def __init__(self, upstream_port: int, name: str = "proxy", port: int = 0):
@@ -481,6 +488,7 @@ class FaultProxy:
         self.upstream = ("127.0.0.1", upstream_port)
         self._sel = selectors.DefaultSelector()
         self._mode = "pass"
+        self.delay = 0.0  # seconds each chunk is held in `slow`
         self._lock = threading.Lock()
         self._pending: list[tuple[str, threading.Event]] = []
         self._conns: set["_Pair"] = set()
@@ -508,12 +516,16 @@ class FaultProxy:
         with self._lock:
             return len(self._conns)
 
-    def set_mode(self, mode: str, timeout: float = 10.0) -> None:
+    def set_mode(self, mode: str, timeout: float = 10.0, delay: Optional[float] = None) -> None:
+        """Applies `mode`; `delay` (seconds, with "slow" only, required
+        there) is how long each chunk is held."""
         assert mode in self.MODES, mode
         assert not self._closed, "proxy closed"
+        assert (delay is not None) == (mode == "slow"), "delay goes with slow, only"
+        assert delay is None or delay > 0, delay
         done = threading.Event()
         with self._lock:
-            self._pending.append((mode, done))
+            self._pending.append((mode, done, delay))
         self._wake()
         if not done.wait(timeout):
             raise AssertionError(f"{self.name}: mode {mode} not applied within {timeout}s")
@@ -555,7 +567,7 @@ class FaultProxy:
     def _run(self) -> None:
         try:
             while not self._closed:
-                for key, mask in self._sel.select(timeout=0.5):
+                for key, mask in self._sel.select(timeout=self._select_timeout()):
                     kind, pair = key.data
                     if kind == "wake":
                         try:
@@ -568,6 +580,7 @@ class FaultProxy:
                     elif pair in self._conns:
                         pair.on_event(key.fileobj, mask)
                 self._apply_pending()
+                self._release_held()
         finally:
             for pair in list(self._conns):
                 pair.close(reset=True)
@@ -575,14 +588,16 @@ class FaultProxy:
             self._sel.close()
             with self._lock:
                 pending, self._pending = self._pending, []
-            for _, done in pending:
+            for _, done, _ in pending:
                 done.set()
 
     def _apply_pending(self) -> None:
         with self._lock:
             pending, self._pending = self._pending, []
-        for mode, done in pending:
+        for mode, done, delay in pending:
             try:
+                if delay is not None:
+                    self.delay = delay
                 self._switch(mode)
             except BaseException as e:  # reported to set_mode's caller
                 done.error = e
@@ -598,6 +613,21 @@ class FaultProxy:
             self._listen(self.port)
         for pair in list(self._conns):
             pair.update()
+
+    def _select_timeout(self) -> float:
+        """Until the next held chunk is due (slow), else 0.5 s."""
+        due = [p.next_due() for p in list(self._conns)] if self._mode != "blackhole" else []
+        due = [d for d in due if d is not None]
+        if not due:
+            return 0.5
+        return min(0.5, max(0.001, min(due) - time.monotonic()))
+
+    def _release_held(self) -> None:
+        if self._mode == "blackhole":
+            return
+        now = float("inf") if self._mode != "slow" else time.monotonic()
+        for pair in list(self._conns):
+            pair.release(now)
 
     def _accept(self) -> None:
         while self._listener is not None:
@@ -646,6 +676,10 @@ class _Pair:
         self.connecting = True
         # Bytes waiting to be written to the socket named by the key.
         self.out = {client: bytearray(), upstream: bytearray()}
+        # Bytes read in `slow`, not yet due: (when due, bytes) for the
+        # socket named by the key, in order.
+        self.held = {client: collections.deque(), upstream: collections.deque()}
+        self.held_bytes = {client: 0, upstream: 0}
         self.read_eof = {client: False, upstream: False}
         self.shut_wr = {client: False, upstream: False}
         self.registered = {client: 0, upstream: 0}
@@ -666,7 +700,8 @@ class _Pair:
                     want = selectors.EVENT_WRITE
                 else:
                     peer = self.other(sock)
-                    if (not self.read_eof[sock] and len(self.out[peer]) < FaultProxy._BUF
+                    if (not self.read_eof[sock]
+                            and len(self.out[peer]) + self.held_bytes[peer] < FaultProxy._BUF
                             and not (peer is self.upstream and self.connecting)):
                         want |= selectors.EVENT_READ
                     if self.out[sock]:
@@ -707,9 +742,32 @@ class _Pair:
         data = sock.recv(65536)
         if not data:
             self.read_eof[sock] = True
+        elif self.proxy._mode == "slow":
+            self.held[peer].append((time.monotonic() + self.proxy.delay, data))
+            self.held_bytes[peer] += len(data)
         else:
             self.out[peer] += data
             self._write(peer)
+
+    def next_due(self) -> Optional[float]:
+        due = [q[0][0] for q in self.held.values() if q]
+        return min(due) if due else None
+
+    def release(self, now: float) -> None:
+        """Passes on the held chunks due by `now` (inf: all of them)."""
+        if self.closed or not any(self.held.values()):
+            return
+        try:
+            for sock, q in self.held.items():
+                while q and q[0][0] <= now:
+                    _, data = q.popleft()
+                    self.held_bytes[sock] -= len(data)
+                    self.out[sock] += data
+                self._write(sock)
+            self._maybe_finish()
+            self.update()
+        except OSError:
+            self.close(reset=True)
 
     def _write(self, sock) -> None:
         buf = self.out[sock]
@@ -725,13 +783,15 @@ class _Pair:
         # the other side's write direction too.
         for sock in (self.client, self.upstream):
             peer = self.other(sock)
-            if self.read_eof[sock] and not self.out[peer] and not self.shut_wr[peer]:
+            if (self.read_eof[sock] and not self.out[peer] and not self.held[peer]
+                    and not self.shut_wr[peer]):
                 try:
                     peer.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass
                 self.shut_wr[peer] = True
-        if all(self.read_eof.values()) and not any(self.out.values()):
+        if (all(self.read_eof.values()) and not any(self.out.values())
+                and not any(self.held.values())):
             self.close()
 
     def close(self, reset: bool = False) -> None:

@@ -4,6 +4,7 @@ suite's failures say nothing about holdfast."""
 
 import socket
 import threading
+import time
 
 import pytest
 
@@ -140,6 +141,30 @@ def test_proxy_blackhole_and_reject(echo_proxy):
     assert roundtrip(fresh, b"again") == b"again"
     for s in (held, late, fresh):
         s.close()
+
+
+def test_proxy_slow_delays_bytes_in_order(echo_proxy):
+    """slow: every chunk is held `delay` seconds each way (a round trip takes
+    two), nothing is lost or reordered; a large transfer still completes;
+    back in pass, round trips are quick again and held bytes go at once."""
+    s = connect(echo_proxy, timeout=10.0)
+    assert roundtrip(s, b"warm") == b"warm"
+    echo_proxy.set_mode("slow", delay=0.4)
+    t0 = time.monotonic()
+    assert roundtrip(s, b"slow") == b"slow"
+    assert time.monotonic() - t0 >= 0.8
+    payload = bytes(range(256)) * 4096  # 1 MB, many chunks
+    assert roundtrip(s, payload) == payload
+    s.sendall(b"held")
+    time.sleep(0.05)
+    echo_proxy.set_mode("pass")
+    t0 = time.monotonic()
+    assert roundtrip(s, b"") == b"" and s.recv(4) == b"held"
+    assert roundtrip(s, b"fast") == b"fast"
+    assert time.monotonic() - t0 < 0.4
+    with pytest.raises(AssertionError):
+        echo_proxy.set_mode("slow")  # a delay is required
+    s.close()
 
 
 # --- etcd ----------------------------------------------------------------------

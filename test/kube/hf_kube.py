@@ -285,7 +285,8 @@ class KubeClient:
     def apply(self, manifests: Union[str, Path, dict, Sequence[Union[dict, Path]]], *,
               field_manager: str = "holdfast-test", dry_run: bool = False,
               force: bool = True, subresource: Optional[str] = None,
-              namespace: str = "default", field_validation: str = "Strict") -> list[dict]:
+              namespace: str = "default", field_validation: str = "Strict",
+              timeout: float = REQUEST_TIMEOUT) -> list[dict]:
         """Server-side apply of every object (PATCH with
         application/apply-patch+yaml); returns what the server stored (or
         would store, with dry_run). Fails on the first refusal (KubeError).
@@ -295,7 +296,7 @@ class KubeClient:
         for obj in _docs(manifests):
             r = self.try_apply(obj, field_manager=field_manager, dry_run=dry_run, force=force,
                                subresource=subresource, namespace=namespace,
-                               field_validation=field_validation)
+                               field_validation=field_validation, timeout=timeout)
             if r.status not in (200, 201):
                 meta = obj.get("metadata", {})
                 raise KubeError(f"{self.name}: apply {obj.get('kind')} "
@@ -307,14 +308,15 @@ class KubeClient:
     def try_apply(self, obj: dict, *, field_manager: str = "holdfast-test",
                   dry_run: bool = False, force: bool = True,
                   subresource: Optional[str] = None, namespace: str = "default",
-                  field_validation: str = "Strict") -> Response:
+                  field_validation: str = "Strict",
+                  timeout: float = REQUEST_TIMEOUT) -> Response:
         """apply() of one object, returning the raw response instead of
         failing: for tests of refusals (HTTP 422, the body a Status whose
         details.causes name the fields)."""
         params = {"fieldManager": field_manager, "force": "true" if force else None,
                   "dryRun": "All" if dry_run else None, "fieldValidation": field_validation}
         return self.request("PATCH", self.object_path(obj, subresource, namespace),
-                            yaml.safe_dump(obj), params=params,
+                            yaml.safe_dump(obj), params=params, timeout=timeout,
                             content_type="application/apply-patch+yaml")
 
     def create(self, obj: dict, namespace: str = "default") -> dict:
