@@ -24,13 +24,16 @@ void AddKubeFlags(CLI::App* command, KubeFlags* flags) {
                     "Accept insecure-skip-tls-verify in the kubeconfig (not for production)");
 }
 
+absl::StatusOr<KubeConfig> KubeConfigFromFlags(const KubeFlags& flags) {
+  return flags.in_cluster ? LoadInCluster(InClusterOptions::FromEnvironment())
+                          : LoadKubeconfig({.path = flags.kubeconfig,
+                                            .context = flags.context,
+                                            .allow_insecure = flags.allow_insecure});
+}
+
 absl::StatusOr<std::unique_ptr<KubeClient>> ConnectKube(const KubeFlags& flags,
                                                         const Clock& clock) {
-  absl::StatusOr<KubeConfig> config =
-      flags.in_cluster ? LoadInCluster(InClusterOptions::FromEnvironment())
-                       : LoadKubeconfig({.path = flags.kubeconfig,
-                                         .context = flags.context,
-                                         .allow_insecure = flags.allow_insecure});
+  absl::StatusOr<KubeConfig> config = KubeConfigFromFlags(flags);
   if (!config.ok()) return config.status();
   return KubeClient::Create(*config, KubeClient::Options{}, clock);
 }

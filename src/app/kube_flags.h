@@ -29,6 +29,9 @@ struct KubeFlags {
 // --kube-allow-insecure to `command`.
 void AddKubeFlags(CLI::App* command, KubeFlags* flags);
 
+// The configuration `flags` name: a kubeconfig's context, or the pod's.
+absl::StatusOr<KubeConfig> KubeConfigFromFlags(const KubeFlags& flags);
+
 // A client for `flags` (its configuration read and checked now).
 absl::StatusOr<std::unique_ptr<KubeClient>> ConnectKube(const KubeFlags& flags, const Clock& clock);
 

@@ -90,6 +90,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--retry-period", serve.retry_period, "Lease renewal and campaign interval")
       ->capture_default_str();
+  serve_cmd->add_option("--lease-namespace", serve.lease_namespace,
+                        "Kubernetes: the namespace of the election Lease (default: the pod's "
+                        "namespace with --in-cluster, else holdfast-system)");
+  serve_cmd
+      ->add_option("--lease-name", serve.lease_name, "Kubernetes: the name of the election Lease")
+      ->capture_default_str();
   serve_cmd
       ->add_option("--state-dir", serve.state_dir,
                    "Directory for the last-known-good snapshot (empty: do not persist)")

@@ -18,6 +18,10 @@ struct ServeOptions {
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
+  // The Lease of election on Kubernetes; namespace default: the pod's with
+  // --in-cluster, else holdfast-system.
+  std::string lease_namespace;
+  std::string lease_name = "holdfast-leader";
   // Where the last-known-good snapshot is kept ("" disables persistence),
   // and how long to wait for live config before serving it at start.
   std::string state_dir = "holdfast-state";

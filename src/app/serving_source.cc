@@ -1,27 +1,19 @@
 #include "src/app/serving_source.h"
 
-#include <unistd.h>
-
 #include "absl/strings/str_join.h"
 #include "src/admin/admin_server.h"
-#include "src/app/kube_flags.h"
+#include "src/app/election_flags.h"
+#include "src/app/kube_serving_source.h"
 #include "src/common/log.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
-#include "src/source/config_kube.h"
 #include "src/source/xds_directory.h"
 #include "src/status/status_writer.h"
 
 namespace holdfast {
 namespace {
-
-std::string HostName() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "holdfast";
-  return name;
-}
 
 nlohmann::json RejectionsToJson(const std::vector<Rejection>& rejections) {
   nlohmann::json list = nlohmann::json::array();
@@ -34,14 +26,6 @@ nlohmann::json RejectionsToJson(const std::vector<Rejection>& rejections) {
                     {"serving_last_good", r.serving_last_good}});
   }
   return {{"rejected", list}};
-}
-
-nlohmann::json LeaderToJson(const Leadership& leadership) {
-  return {{"replica", leadership.replica_id},
-          {"is_leader", leadership.is_leader},
-          {"term", leadership.term},
-          {"leader", leadership.leader_id},
-          {"transitions", leadership.transitions}};
 }
 
 // Raw Envoy resources from a directory (--xds-dir).
@@ -113,8 +97,6 @@ class Etcd : public ServingSource {
   }
 
  private:
-  static absl::StatusOr<LeaseElector::Options> ElectionOptions(const ServeOptions& options);
-
   std::unique_ptr<EtcdClient> client_;
   std::unique_ptr<EtcdElectionBackend> backend_;
   std::unique_ptr<LeaseElector> elector_;
@@ -122,26 +104,11 @@ class Etcd : public ServingSource {
   std::unique_ptr<EtcdConfigSource> source_;
 };
 
-absl::StatusOr<LeaseElector::Options> Etcd::ElectionOptions(const ServeOptions& options) {
-  LeaseElector::Options election;
-  election.prefix = options.etcd.prefix + "/election/";
-  election.replica_id = options.replica_id.empty() ? HostName() : options.replica_id;
-  for (auto [flag, text, out] :
-       {std::tuple{"--lease-duration", &options.lease_duration, &election.lease_duration},
-        std::tuple{"--renew-deadline", &options.renew_deadline, &election.renew_deadline},
-        std::tuple{"--retry-period", &options.retry_period, &election.retry_period}}) {
-    absl::StatusOr<absl::Duration> parsed = ParseFlagDuration(flag, *text);
-    if (!parsed.ok()) return parsed.status();
-    *out = *parsed;
-  }
-  if (absl::Status valid = LeaseElector::Validate(election); !valid.ok()) return valid;
-  return election;
-}
-
 absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, const Clock& clock,
                                                   Random& random, MetricsRegistry* metrics,
                                                   std::function<void(SnapshotPtr)> publish) {
-  absl::StatusOr<LeaseElector::Options> election = ElectionOptions(options);
+  absl::StatusOr<LeaseElector::Options> election =
+      ElectionOptionsFromFlags(options, options.etcd.prefix + "/election/");
   if (!election.ok()) return election.status();
   EtcdFlags flags = options.etcd;
   // A renewal that waits longer than half the renew deadline is worth less
@@ -183,38 +150,6 @@ absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, c
   return etcd;
 }
 
-// Gateway objects from the Kubernetes API (--kubeconfig, --in-cluster). No
-// election yet: every replica reads and serves; statuses are not written.
-class Kube : public ServingSource {
- public:
-  static absl::StatusOr<std::unique_ptr<Kube>> Start(const ServeOptions& options,
-                                                     const Clock& clock, Random& random,
-                                                     MetricsRegistry* metrics,
-                                                     std::function<void(SnapshotPtr)> publish) {
-    absl::StatusOr<std::unique_ptr<KubeClient>> client = ConnectKube(options.kube, clock);
-    if (!client.ok()) return client.status();
-    auto kube = std::unique_ptr<Kube>(new Kube());
-    kube->client_ = *std::move(client);
-    KubeConfigSource::Options source_options;
-    source_options.namespaces = options.kube.watch_namespaces;
-    source_options.translator.missing_upstream_status = options.missing_upstream_status;
-    kube->source_ = std::make_unique<KubeConfigSource>(source_options, kube->client_.get(), clock,
-                                                       random, metrics, std::move(publish));
-    kube->source_->Start();
-    LogInfo("kubernetes: reading holdfast.dev/v1 objects from %s (%s)",
-            kube->client_->config().server, kube->client_->config().origin);
-    return kube;
-  }
-  const ConfigSource* config_source() const override { return source_.get(); }
-  nlohmann::json StatusJson() const override { return StatusesToJson(source_->statuses()); }
-  void Stop() override { source_->Stop(); }
-
- private:
-  Kube() = default;
-  std::unique_ptr<KubeClient> client_;
-  std::unique_ptr<KubeConfigSource> source_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServingSource>> StartServingSource(
@@ -235,8 +170,8 @@ absl::StatusOr<std::unique_ptr<ServingSource>> StartServingSource(
     return std::make_unique<ConfigDirectory>(options, clock, metrics, std::move(publish));
   }
   if (options.kube.enabled()) {
-    absl::StatusOr<std::unique_ptr<Kube>> kube =
-        Kube::Start(options, clock, random, metrics, std::move(publish));
+    absl::StatusOr<std::unique_ptr<KubeServingSource>> kube =
+        KubeServingSource::Start(options, clock, random, metrics, std::move(publish));
     if (!kube.ok()) return kube.status();
     return std::unique_ptr<ServingSource>(std::move(*kube));
   }

@@ -154,11 +154,8 @@ absl::StatusOr<nlohmann::json> FakeKubeApi::Get(const KubeResource& resource, co
   return it->second;
 }
 
-absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& resource,
-                                                         const nlohmann::json& object) {
-  absl::MutexLock lock(&mu_);
-  if (absl::Status failed = TakeFailure(Call::kUpdateStatus); !failed.ok()) return failed;
-  Store& store = stores_[resource.Path("")];
+absl::StatusOr<nlohmann::json*> FakeKubeApi::CurrentLocked(Store& store,
+                                                           const nlohmann::json& object) {
   auto it = store.objects.find(KeyOf(object));
   if (it == store.objects.end()) return absl::NotFoundError(KeyOf(object));
   if (object["metadata"].value("resourceVersion", "") !=
@@ -166,10 +163,70 @@ absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& res
     return absl::AbortedError(
         absl::StrCat("HTTP 409: ", KeyOf(object), ": the object has been modified"));
   }
-  it->second["status"] = object.value("status", nlohmann::json::object());
-  it->second["metadata"]["resourceVersion"] = absl::StrCat(++version_);
-  Record(store, KubeWatchEvent::Type::kModified, it->second);
-  return it->second;
+  return &it->second;
+}
+
+absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& resource,
+                                                         const nlohmann::json& object) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status failed = TakeFailure(Call::kUpdateStatus); !failed.ok()) return failed;
+  Store& store = stores_[resource.Path("")];
+  absl::StatusOr<nlohmann::json*> current = CurrentLocked(store, object);
+  if (!current.ok()) return current.status();
+  nlohmann::json& stored = **current;
+  stored["status"] = object.value("status", nlohmann::json::object());
+  stored["metadata"]["resourceVersion"] = absl::StrCat(++version_);
+  Record(store, KubeWatchEvent::Type::kModified, stored);
+  return stored;
+}
+
+absl::StatusOr<nlohmann::json> FakeKubeApi::Create(const KubeResource& resource,
+                                                   const std::string& ns,
+                                                   const nlohmann::json& object) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status failed = TakeFailure(Call::kCreate); !failed.ok()) return failed;
+  Store& store = stores_[resource.Path("")];
+  nlohmann::json created = object;
+  created["apiVersion"] = resource.ApiVersion();
+  created["kind"] = resource.kind;
+  if (!ns.empty()) created["metadata"]["namespace"] = ns;
+  const std::string key = KeyOf(created);
+  if (store.objects.contains(key)) {
+    return absl::AlreadyExistsError(absl::StrCat("HTTP 409: ", key, " already exists"));
+  }
+  created["metadata"]["resourceVersion"] = absl::StrCat(++version_);
+  store.objects[key] = created;
+  Record(store, KubeWatchEvent::Type::kAdded, created);
+  return created;
+}
+
+absl::StatusOr<nlohmann::json> FakeKubeApi::Replace(const KubeResource& resource,
+                                                    const nlohmann::json& object) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status failed = TakeFailure(Call::kReplace); !failed.ok()) return failed;
+  if (!object.contains("metadata") || !object["metadata"].is_object() ||
+      object["metadata"].value("resourceVersion", "").empty()) {
+    return absl::InvalidArgumentError("Replace: the object has no metadata.resourceVersion");
+  }
+  Store& store = stores_[resource.Path("")];
+  absl::StatusOr<nlohmann::json*> current = CurrentLocked(store, object);
+  if (!current.ok()) return current.status();
+  nlohmann::json& stored = **current;
+  nlohmann::json replaced = object;
+  replaced["apiVersion"] = resource.ApiVersion();
+  replaced["kind"] = resource.kind;
+  if (stored.contains("status")) {
+    replaced["status"] = stored["status"];  // a replace never writes the status
+  } else {
+    replaced.erase("status");
+  }
+  // As the API server: a write that changes nothing keeps the version.
+  replaced["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"];
+  if (replaced == stored) return stored;
+  replaced["metadata"]["resourceVersion"] = absl::StrCat(++version_);
+  stored = replaced;
+  Record(store, KubeWatchEvent::Type::kModified, stored);
+  return stored;
 }
 
 }  // namespace holdfast

@@ -20,7 +20,7 @@ namespace holdfast {
 // at once, as if the server ended it), so tests drive it step by step.
 class FakeKubeApi : public KubeApi {
  public:
-  enum class Call { kList, kWatch, kGet, kUpdateStatus };
+  enum class Call { kList, kWatch, kGet, kUpdateStatus, kCreate, kReplace };
 
   // Creates or replaces an object (its metadata names it); returns it with
   // its new resourceVersion.
@@ -47,6 +47,10 @@ class FakeKubeApi : public KubeApi {
                                      const std::string& name) override;
   absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
                                               const nlohmann::json& object) override;
+  absl::StatusOr<nlohmann::json> Create(const KubeResource& resource, const std::string& ns,
+                                        const nlohmann::json& object) override;
+  absl::StatusOr<nlohmann::json> Replace(const KubeResource& resource,
+                                         const nlohmann::json& object) override;
 
  private:
   struct Event {
@@ -58,6 +62,10 @@ class FakeKubeApi : public KubeApi {
     std::vector<Event> events;
   };
   absl::Status TakeFailure(Call call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stored object `object` names, if its resourceVersion is current:
+  // NotFound, or Aborted for a stale version.
+  absl::StatusOr<nlohmann::json*> CurrentLocked(Store& store, const nlohmann::json& object)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Record(Store& store, KubeWatchEvent::Type type, const nlohmann::json& object)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -49,6 +49,7 @@ struct KubeWatchRequest {
 // that callers branch on codes, never on message text:
 //   401 -> Unauthenticated, 403 -> PermissionDenied, 404 -> NotFound,
 //   409 -> Aborted (a conflict: the resourceVersion precondition failed),
+//   except for Create, where 409 -> AlreadyExists,
 //   410 and a watch's "Expired"/"Gone" ERROR event -> OutOfRange (the
 //   requested resourceVersion is too old: list again),
 //   429 and 5xx -> Unavailable (with a Retry-After payload when the server
@@ -93,6 +94,18 @@ class KubeApi {
   // it again); returns the object as stored, with its new resourceVersion.
   virtual absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
                                                       const nlohmann::json& object) = 0;
+
+  // Creates `object` in `ns` ("" for a cluster-scoped resource); returns it
+  // as stored. AlreadyExists when an object of that name exists.
+  virtual absl::StatusOr<nlohmann::json> Create(const KubeResource& resource, const std::string& ns,
+                                                const nlohmann::json& object) = 0;
+
+  // Replaces `object` (its metadata names it; status is not written) if its
+  // metadata.resourceVersion is still current, Aborted otherwise; returns it
+  // as stored. An object without a resourceVersion is InvalidArgument: an
+  // unconditional replace would overwrite writes it never saw.
+  virtual absl::StatusOr<nlohmann::json> Replace(const KubeResource& resource,
+                                                 const nlohmann::json& object) = 0;
 };
 
 }  // namespace holdfast

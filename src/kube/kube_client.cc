@@ -57,6 +57,17 @@ std::string Escape(const std::string& text) {
 
 std::once_flag curl_init_once;
 
+// The path of the object `object`'s metadata names.
+absl::StatusOr<std::string> ObjectPath(const KubeResource& resource, const nlohmann::json& object,
+                                       const char* operation) {
+  const nlohmann::json& meta = JsonField(object, "metadata");
+  const std::string name = JsonString(meta, "name");
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(operation, ": the object has no metadata.name"));
+  }
+  return absl::StrCat(resource.Path(JsonString(meta, "namespace")), "/", name);
+}
+
 }  // namespace
 
 absl::Status StatusFromHttp(long http_code, const std::string& body,
@@ -383,13 +394,28 @@ absl::StatusOr<nlohmann::json> KubeClient::Get(const KubeResource& resource, con
 
 absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& resource,
                                                         const nlohmann::json& object) {
-  const nlohmann::json& meta = JsonField(object, "metadata");
-  const std::string name = JsonString(meta, "name");
-  if (name.empty())
-    return absl::InvalidArgumentError("UpdateStatus: the object has no metadata.name");
-  return Send("PUT",
-              absl::StrCat(resource.Path(JsonString(meta, "namespace")), "/", name, "/status"),
-              object.dump());
+  absl::StatusOr<std::string> path = ObjectPath(resource, object, "UpdateStatus");
+  if (!path.ok()) return path.status();
+  return Send("PUT", absl::StrCat(*path, "/status"), object.dump());
+}
+
+absl::StatusOr<nlohmann::json> KubeClient::Create(const KubeResource& resource,
+                                                  const std::string& ns,
+                                                  const nlohmann::json& object) {
+  absl::StatusOr<nlohmann::json> created = Send("POST", resource.Path(ns), object.dump());
+  // On a create, the one conflict there is: the name is taken.
+  if (IsConflict(created.status())) return absl::AlreadyExistsError(created.status().message());
+  return created;
+}
+
+absl::StatusOr<nlohmann::json> KubeClient::Replace(const KubeResource& resource,
+                                                   const nlohmann::json& object) {
+  absl::StatusOr<std::string> path = ObjectPath(resource, object, "Replace");
+  if (!path.ok()) return path.status();
+  if (JsonString(JsonField(object, "metadata"), "resourceVersion").empty()) {
+    return absl::InvalidArgumentError("Replace: the object has no metadata.resourceVersion");
+  }
+  return Send("PUT", *path, object.dump());
 }
 
 }  // namespace holdfast

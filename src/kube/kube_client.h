@@ -14,7 +14,7 @@
 namespace holdfast {
 
 // KubeApi over HTTPS with libcurl: one connection per call (watches are
-// long-lived; lists and status writes are rare), HTTP/1.1, JSON.
+// long-lived; lists and writes are rare), HTTP/1.1, JSON.
 //
 // Every call has a deadline. A watch is bounded differently: the server is
 // asked to end it after `KubeWatchRequest::timeout` and sends a bookmark
@@ -48,6 +48,10 @@ class KubeClient : public KubeApi {
                                      const std::string& name) override;
   absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
                                               const nlohmann::json& object) override;
+  absl::StatusOr<nlohmann::json> Create(const KubeResource& resource, const std::string& ns,
+                                        const nlohmann::json& object) override;
+  absl::StatusOr<nlohmann::json> Replace(const KubeResource& resource,
+                                         const nlohmann::json& object) override;
 
   // Any request, for tools and tests (e.g. server-side apply: PATCH with
   // application/apply-patch+yaml); the answer's JSON, or its error mapped

@@ -215,6 +215,35 @@ TEST_F(KubeClientTest, StatusUpdateWithAStaleVersionConflicts) {
   EXPECT_TRUE(absl::IsNotFound(admin_->Get(kUpstreams, ns_, "nope").status()));
 }
 
+TEST_F(KubeClientTest, CreateAndReplaceWithPreconditions) {
+  absl::StatusOr<nlohmann::json> created = admin_->Create(kUpstreams, ns_, Upstream(ns_, "a", 1));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string first = (*created)["metadata"]["resourceVersion"];
+  EXPECT_FALSE(first.empty());
+  absl::Status taken = admin_->Create(kUpstreams, ns_, Upstream(ns_, "a", 2)).status();
+  EXPECT_TRUE(absl::IsAlreadyExists(taken)) << taken;
+
+  nlohmann::json next = *created;
+  next["spec"]["hosts"][0]["port"] = 2;
+  absl::StatusOr<nlohmann::json> replaced = admin_->Replace(kUpstreams, next);
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_NE((*replaced)["metadata"]["resourceVersion"], first);
+  EXPECT_EQ((*replaced)["spec"]["hosts"][0]["port"], 2);
+
+  next["spec"]["hosts"][0]["port"] = 3;  // still at the first version
+  absl::Status stale = admin_->Replace(kUpstreams, next).status();
+  EXPECT_TRUE(IsConflict(stale)) << stale;
+  next["metadata"].erase("resourceVersion");
+  EXPECT_TRUE(absl::IsInvalidArgument(admin_->Replace(kUpstreams, next).status()))
+      << "never an unconditional replace";
+  absl::StatusOr<nlohmann::json> current = admin_->Get(kUpstreams, ns_, "a");
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ((*current)["spec"]["hosts"][0]["port"], 2);
+  nlohmann::json gone = *current;
+  gone["metadata"]["name"] = "b";
+  EXPECT_TRUE(absl::IsNotFound(admin_->Replace(kUpstreams, gone).status()));
+}
+
 TEST_F(KubeClientTest, LeastPrivilegedUserReadsAndWritesStatusOnly) {
   std::unique_ptr<KubeClient> holdfast = Connect("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
   if (holdfast == nullptr) GTEST_SKIP() << "HOLDFAST_TEST_KUBECONFIG_HOLDFAST is not set";
