@@ -313,7 +313,14 @@ UPSTREAM = obj({
                           min_length=1, max_length=MAX_NAME),
         "port": uint32(minimum=1, maximum=65535),
         "weight": uint32(minimum=1, maximum=128),
-    }, required=["address", "port"]), "Backend hosts."),
+    }, required=["address", "port"]), "Backend hosts; or service."),
+    "service": obj({
+        "name": string("Service name, in the Upstream's namespace.", min_length=1,
+                       max_length=63, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+        "port": uint32("Service port number.", minimum=1, maximum=65535),
+        "portName": string("Service port name.", min_length=1, max_length=MAX_NAME),
+    }, "The endpoints of a Kubernetes Service port (its EndpointSlices); instead of hosts.",
+        required=["name"], rules=[exactly_one(["port", "portName"], "service")]),
     "tls": obj({
         "caFile": string("CA bundle on the proxy; empty: not verified (Warning).",
                          max_length=MAX_STRING),
@@ -321,7 +328,8 @@ UPSTREAM = obj({
     }, "TLS to the hosts."),
     "connectTimeout": duration("Default 5s.", positive=True),
     "loadBalancing": string(enum=["RoundRobin", "LeastRequest", "Random", "RingHash"]),
-    "http2": boolean("Speak HTTP/2 to the hosts (gRPC backends)."),
+    "http2": boolean("Speak HTTP/2 to the hosts (gRPC backends). Unset: HTTP/1.1, or for a "
+                     "service HTTP/2 when its port's appProtocol is kubernetes.io/h2c or grpc."),
     "circuitBreakers": obj({k: uint32(minimum=1) for k in (
         "maxConnections", "maxPendingRequests", "maxRequests", "maxRetries")}),
     "healthCheck": obj({
@@ -339,7 +347,7 @@ UPSTREAM = obj({
         "baseEjectionTime": duration(positive=True),
         "maxEjectionPercent": uint32(minimum=0, maximum=100),
     }),
-}, required=["hosts"])
+}, rules=[("has(self.hosts) != has(self.service)", "set exactly one of hosts and service")])
 
 VIRTUAL_SERVICE = obj({
     "domains": array(string(min_length=1, max_length=MAX_NAME),

@@ -340,8 +340,24 @@ std::vector<Route> DecodeRoutes(YamlCursor& spec) {
   return routes;
 }
 
+// A port of a Service in the Upstream's namespace, by number or by name.
+ServiceRef DecodeServiceRef(YamlCursor& c) {
+  ServiceRef ref;
+  if (c.String("name", &ref.name, true) && !ValidNamespace(ref.name)) {
+    c.FieldError("name", "must be a Service name: lower case letters, digits and '-'");
+  }
+  c.Uint("port", &ref.port, 1, 65535);
+  c.String("portName", &ref.port_name);
+  if (c.Has("port") == c.Has("portName")) c.Error("set exactly one of port and portName");
+  c.RejectUnknownFields();
+  return ref;
+}
+
 UpstreamSpec DecodeUpstream(YamlCursor& c) {
   UpstreamSpec spec;
+  const bool has_service = c.Has("service");
+  if (has_service && c.Has("hosts")) c.FieldError("service", "set only one of hosts and service");
+  if (auto s = c.Map("service")) spec.service = DecodeServiceRef(*s);
   c.List(
       "hosts",
       [&](YamlCursor& h) {
@@ -352,7 +368,7 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
         h.RejectUnknownFields();
         spec.hosts.push_back(host);
       },
-      true);
+      !has_service);
   if (auto t = c.Map("tls")) {
     UpstreamTls tls;
     t->String("caFile", &tls.ca_file);
@@ -376,7 +392,7 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
     spec.load_balancing = LoadBalancing::kRingHash;
   else
     c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
-  c.Bool("http2", &spec.http2);
+  if (bool http2 = false; c.Bool("http2", &http2) && c.Has("http2")) spec.http2 = http2;
   if (auto b = c.Map("circuitBreakers")) {
     CircuitBreakers cb;
     auto read = [&](const char* field, std::optional<uint32_t>* out) {

@@ -60,7 +60,9 @@ struct UpstreamSpec {
   std::optional<UpstreamTls> tls;
   absl::Duration connect_timeout = absl::Seconds(5);
   LoadBalancing load_balancing = LoadBalancing::kRoundRobin;
-  bool http2 = false;  // speak HTTP/2 to the hosts (gRPC backends)
+  // Speak HTTP/2 to the hosts (gRPC backends). Unset: HTTP/1.1, or for a
+  // Service, HTTP/2 when its port's appProtocol says h2c or grpc.
+  std::optional<bool> http2;
   std::optional<CircuitBreakers> circuit_breakers;
   std::optional<HealthCheck> health_check;
   std::optional<OutlierDetection> outlier_detection;
@@ -147,9 +149,8 @@ struct RouteOptions {
   std::optional<CorsPolicy> cors;
 };
 
-using RouteAction =
-    std::variant<ObjectRef /*single upstream*/, std::vector<WeightedUpstream>, Redirect,
-                 DirectResponse, Delegate>;
+using RouteAction = std::variant<ObjectRef /*single upstream*/, std::vector<WeightedUpstream>,
+                                 Redirect, DirectResponse, Delegate>;
 
 struct Route {
   std::string name;

@@ -30,28 +30,42 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
       metrics_(metrics) {
   std::vector<std::string> namespaces = options_.namespaces;
   if (namespaces.empty()) namespaces.push_back("");
-  for (const KubeResource& resource : HoldfastResources()) {
-    for (const std::string& ns : namespaces) {
-      Reflector::Options reflector;
-      reflector.resource = resource;
-      reflector.ns = ns;
-      reflector.watch_timeout = options_.watch_timeout;
-      reflector.min_backoff = options_.min_backoff;
-      reflector.max_backoff = options_.max_backoff;
-      reflectors_.push_back(std::make_unique<Reflector>(reflector, api, clock, random, [this] {
-        {
-          absl::MutexLock lock(&mu_);
-          dirty_ = true;
-        }
-        applier_.Wake();
-      }));
+  for (const std::string& ns : namespaces) {
+    for (const KubeResource& resource : HoldfastResources()) {
+      object_reflectors_.push_back(AddReflector(resource, ns, api, random));
     }
+    service_reflectors_.push_back(AddReflector(ServicesResource(), ns, api, random));
+    slice_reflectors_.push_back(AddReflector(EndpointSlicesResource(), ns, api, random));
   }
   collector_ = metrics_->AddCollector([this](MetricWriter& out) {
     SourceHealth now = health();
     out.Sample("holdfast_store_connected", "1 while the config store answers", "gauge", {},
                now.connected ? 1 : 0);
   });
+}
+
+Reflector* KubeConfigSource::AddReflector(const KubeResource& resource, const std::string& ns,
+                                          KubeApi* api, Random& random) {
+  Reflector::Options reflector;
+  reflector.resource = resource;
+  reflector.ns = ns;
+  reflector.watch_timeout = options_.watch_timeout;
+  reflector.min_backoff = options_.min_backoff;
+  reflector.max_backoff = options_.max_backoff;
+  reflectors_.push_back(std::make_unique<Reflector>(reflector, api, clock_, random, [this] {
+    {
+      absl::MutexLock lock(&mu_);
+      dirty_ = true;
+    }
+    applier_.Wake();
+  }));
+  return reflectors_.back().get();
+}
+
+KubeObjects KubeConfigSource::ObjectsOf(const std::vector<Reflector*>& reflectors) {
+  KubeObjects all;
+  for (const Reflector* reflector : reflectors) all.merge(reflector->objects());
+  return all;
 }
 
 KubeConfigSource::~KubeConfigSource() {
@@ -147,7 +161,7 @@ void KubeConfigSource::ApplyIfChanged() {
   }
   TranslationInput input;
   std::map<std::string, std::pair<std::string, DecodedFile>> decoded;
-  for (const auto& reflector : reflectors_) {
+  for (const Reflector* reflector : object_reflectors_) {
     for (const auto& [name, object] : reflector->objects()) {
       const std::string location =
           KubeLocation(JsonString(object->object, "kind"), object->ns, object->name);
@@ -162,6 +176,8 @@ void KubeConfigSource::ApplyIfChanged() {
     }
   }
   decoded_ = std::move(decoded);
+  input.services =
+      discovery_.Discover(ObjectsOf(service_reflectors_), ObjectsOf(slice_reflectors_));
   (void)pipeline_.Apply(input, {});
   applied_once_ = true;
 }

@@ -17,6 +17,7 @@
 #include "src/model/decode.h"
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
+#include "src/source/kube_services.h"
 
 namespace holdfast {
 
@@ -35,6 +36,9 @@ std::string KubeLocation(const std::string& kind, const std::string& ns, const s
 // JSON; decoded again only when its resourceVersion changes) and
 // translates the whole set. Nothing is translated until every reflector
 // has listed once: a partial set would withdraw the kinds not yet read.
+// Services and EndpointSlices in the same namespaces are reflected too and
+// become `TranslationInput::services` (kube_services.h); a change to them
+// translates like an object change.
 // An object that does not decode is Rejected and its last accepted version
 // stays in service. API server failures never stop the source: reflectors
 // retry with backoff and keep what they hold, and health() says the store
@@ -75,12 +79,20 @@ class KubeConfigSource : public ConfigSource {
   static std::string DecoderText(const nlohmann::json& object);
 
  private:
+  Reflector* AddReflector(const KubeResource& resource, const std::string& ns, KubeApi* api,
+                          Random& random);
+  static KubeObjects ObjectsOf(const std::vector<Reflector*>& reflectors);
+
   const Options options_;
   const Clock& clock_;
   ConfigPipeline pipeline_;  // the apply thread only
   MetricsRegistry* metrics_;
   int collector_ = 0;
-  std::vector<std::unique_ptr<Reflector>> reflectors_;
+  std::vector<std::unique_ptr<Reflector>> reflectors_;  // every one, of every resource
+  std::vector<Reflector*> object_reflectors_;           // holdfast.dev objects
+  std::vector<Reflector*> service_reflectors_;
+  std::vector<Reflector*> slice_reflectors_;
+  ServiceDiscovery discovery_;  // the apply thread only
   Poller applier_;
 
   absl::Mutex mu_;

@@ -2,12 +2,14 @@
 
 #include <arpa/inet.h>
 
+#include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
 #include "google/protobuf/util/time_util.h"
 #include "src/translate/names.h"
+#include "src/translate/service_assignment.h"
 
 namespace holdfast {
 namespace {
@@ -43,17 +45,68 @@ ClusterLoadAssignment LoadAssignment(const std::string& name, const UpstreamSpec
   return cla;
 }
 
+bool AllIpAddresses(const std::vector<UpstreamHost>& hosts) {
+  for (const UpstreamHost& host : hosts) {
+    if (!IsIpAddress(host.address)) return false;
+  }
+  return true;
+}
+
+// The Service port the Upstream names; nullptr (with a warning) when the
+// Service or the port is not there: the cluster then has no endpoints, and
+// only the routes to it answer 503.
+const DiscoveredServicePort* ResolveServicePort(const GatewayObject& object,
+                                                const DiscoveredServices& services,
+                                                ObjectStatus* status) {
+  const ServiceRef& ref = *std::get<UpstreamSpec>(object.spec).service;
+  const ServiceKey key = *ServiceKeyOf(object);
+  const std::string service = absl::StrCat(key.ns, "/", key.name);
+  auto found = services.find(key);
+  if (found == services.end()) {
+    status->Warn("spec.service", absl::StrCat("Service ", service, " not found: no endpoints"));
+    return nullptr;
+  }
+  const DiscoveredServicePort* port = FindServicePort(found->second, ref);
+  if (port == nullptr) {
+    status->Warn(ref.port_name.empty() ? "spec.service.port" : "spec.service.portName",
+                 absl::StrCat("Service ", service, " has no port ",
+                              ref.port_name.empty() ? absl::StrCat(ref.port) : ref.port_name,
+                              ": no endpoints"));
+  }
+  return port;
+}
+
+void AddEdsConfig(Cluster* cluster) {
+  cluster->set_type(Cluster::EDS);
+  auto* eds = cluster->mutable_eds_cluster_config()->mutable_eds_config();
+  eds->mutable_ads();
+  eds->set_resource_api_version(envoy::config::core::v3::V3);
+}
+
+void AddHttp2(Cluster* cluster) {
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  options.mutable_explicit_http_config()->mutable_http2_protocol_options();
+  (*cluster->mutable_typed_extension_protocol_options())
+      ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+          .PackFrom(options);
+}
+
 }  // namespace
 
-std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectStatus* status) {
+std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectStatus* status,
+                                           const DiscoveredServices& services) {
   const auto& spec = std::get<UpstreamSpec>(object.spec);
   const std::string name = names::Cluster(object.meta.ns, object.meta.name);
+  const DiscoveredServicePort* port =
+      spec.service.has_value() ? ResolveServicePort(object, services, status) : nullptr;
 
   Cluster cluster;
   cluster.set_name(name);
   SetDuration(spec.connect_timeout, cluster.mutable_connect_timeout());
   switch (spec.load_balancing) {
-    case LoadBalancing::kRoundRobin: cluster.set_lb_policy(Cluster::ROUND_ROBIN); break;
+    case LoadBalancing::kRoundRobin:
+      cluster.set_lb_policy(Cluster::ROUND_ROBIN);
+      break;
     case LoadBalancing::kLeastRequest:
       cluster.set_lb_policy(Cluster::LEAST_REQUEST);
       status->Warn("spec.loadBalancing", "LeastRequest is not supported by proxyless gRPC clients");
@@ -62,32 +115,25 @@ std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectSt
       cluster.set_lb_policy(Cluster::RANDOM);
       status->Warn("spec.loadBalancing", "Random is not supported by proxyless gRPC clients");
       break;
-    case LoadBalancing::kRingHash: cluster.set_lb_policy(Cluster::RING_HASH); break;
+    case LoadBalancing::kRingHash:
+      cluster.set_lb_policy(Cluster::RING_HASH);
+      break;
   }
 
-  bool all_ip = true;
-  for (size_t i = 0; i < spec.hosts.size(); ++i) {
-    if (!IsIpAddress(spec.hosts[i].address)) all_ip = false;
-  }
-  std::vector<ResourcePtr> out;
-  if (all_ip) {
-    cluster.set_type(Cluster::EDS);
-    auto* eds = cluster.mutable_eds_cluster_config()->mutable_eds_config();
-    eds->mutable_ads();
-    eds->set_resource_api_version(envoy::config::core::v3::V3);
+  const bool eds = spec.service.has_value() || AllIpAddresses(spec.hosts);
+  if (eds) {
+    AddEdsConfig(&cluster);
   } else {
     cluster.set_type(Cluster::STRICT_DNS);
     *cluster.mutable_load_assignment() = LoadAssignment(name, spec);
-    status->Warn("spec.hosts", "hosts given by name make a DNS cluster, which proxyless gRPC "
-                               "clients cannot use; give IP addresses to serve them too");
+    status->Warn("spec.hosts",
+                 "hosts given by name make a DNS cluster, which proxyless gRPC "
+                 "clients cannot use; give IP addresses to serve them too");
   }
-
-  if (spec.http2) {
-    envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
-    options.mutable_explicit_http_config()->mutable_http2_protocol_options();
-    (*cluster.mutable_typed_extension_protocol_options())
-        ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
-            .PackFrom(options);
+  // A Service port's appProtocol may ask for HTTP/2; the Upstream has the
+  // last word.
+  if (spec.http2.value_or(port != nullptr && AppProtocolIsHttp2(port->app_protocol))) {
+    AddHttp2(&cluster);
   }
   if (spec.tls.has_value()) {
     envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
@@ -95,7 +141,9 @@ std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectSt
     if (spec.tls->ca_file.empty()) {
       status->Warn("spec.tls.caFile", "not set: the upstream's certificate is not verified");
     } else {
-      tls.mutable_common_tls_context()->mutable_validation_context()->mutable_trusted_ca()
+      tls.mutable_common_tls_context()
+          ->mutable_validation_context()
+          ->mutable_trusted_ca()
           ->set_filename(spec.tls->ca_file);
     }
     auto* socket = cluster.mutable_transport_socket();
@@ -130,8 +178,12 @@ std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectSt
     outlier->mutable_max_ejection_percent()->set_value(od.max_ejection_percent);
   }
 
+  std::vector<ResourcePtr> out;
   out.push_back(Resource::FromMessage(name, cluster));
-  if (all_ip) out.push_back(Resource::FromMessage(name, LoadAssignment(name, spec)));
+  if (eds) {
+    out.push_back(Resource::FromMessage(
+        name, spec.service ? ServiceLoadAssignment(name, port) : LoadAssignment(name, spec)));
+  }
   return out;
 }
 

@@ -8,12 +8,14 @@
 #include "src/translate/cluster.h"
 #include "src/translate/envoy_validation.h"
 #include "src/translate/route.h"
+#include "src/translate/service_assignment.h"
 
 namespace holdfast {
 
 struct Translator::Pass {
-  Pass(StatusMap& statuses, std::vector<ResourcePtr>& resources)
-      : statuses(statuses), resources(resources) {}
+  Pass(const DiscoveredServices& services, StatusMap& statuses, std::vector<ResourcePtr>& resources)
+      : services(services), statuses(statuses), resources(resources) {}
+  const DiscoveredServices& services;
   StatusMap& statuses;
   std::vector<ResourcePtr>& resources;
   // The objects in effect: valid ones, and the last accepted version of
@@ -41,11 +43,21 @@ std::vector<ResourcePtr> UnroutableCluster() {
           Resource::FromMessage(kUnroutableCluster, empty)};
 }
 
+// The Service `upstream` names, as discovered; nullopt if none.
+std::optional<DiscoveredService> NamedService(const GatewayObject& upstream,
+                                              const DiscoveredServices& services) {
+  std::optional<ServiceKey> key = ServiceKeyOf(upstream);
+  if (!key.has_value()) return std::nullopt;
+  auto found = services.find(*key);
+  if (found == services.end()) return std::nullopt;
+  return found->second;
+}
+
 }  // namespace
 
 TranslationOutput Translator::Translate(const TranslationInput& input) {
   TranslationOutput output;
-  Pass pass(output.statuses, output.resources);
+  Pass pass(input.services, output.statuses, output.resources);
   CollectEffective(input, pass);
   TranslateUpstreams(pass);
   for (const auto& [key, object] : pass.effective) pass.index.Add(object);
@@ -86,16 +98,20 @@ const GatewayObject* Translator::LastGood(const GatewayObject& object) const {
   return &last->second;
 }
 
-Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream) const {
+Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream,
+                                                   const DiscoveredServices& services) const {
+  std::optional<DiscoveredService> service = NamedService(upstream, services);
   auto cached = upstream_cache_.find(upstream.key());
-  if (cached != upstream_cache_.end() && cached->second.digest == upstream.content_digest) {
+  if (cached != upstream_cache_.end() && cached->second.digest == upstream.content_digest &&
+      cached->second.service == service) {
     return cached->second;
   }
   UpstreamOutput out;
   ObjectStatus scratch;
   scratch.location = upstream.meta.location;
   out.digest = upstream.content_digest;
-  out.resources = TranslateUpstream(upstream, &scratch);
+  out.service = std::move(service);
+  out.resources = TranslateUpstream(upstream, &scratch, services);
   out.warnings = scratch.reasons;
   for (const ResourcePtr& resource : out.resources) {
     if (absl::Status valid = ValidateEnvoyResource(*resource->message()); !valid.ok()) {
@@ -116,11 +132,11 @@ void Translator::TranslateUpstreams(Pass& pass) {
   for (auto it = pass.effective.lower_bound({kind::kUpstream, "", ""});
        it != pass.effective.end() && it->first.kind == kind::kUpstream;) {
     ObjectStatus& status = pass.statuses[it->first];
-    UpstreamOutput out = UpstreamFor(*it->second);
+    UpstreamOutput out = UpstreamFor(*it->second, pass.services);
     if (out.error) {
       status.Reject(out.error->path, out.error->message);
       const GatewayObject* last = LastGood(*it->second);
-      if (last != nullptr) out = UpstreamFor(*last);
+      if (last != nullptr) out = UpstreamFor(*last, pass.services);
       if (last == nullptr || out.error) {
         it = pass.effective.erase(it);
         continue;

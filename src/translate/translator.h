@@ -58,6 +58,8 @@ class Translator {
  private:
   struct UpstreamOutput {
     std::string digest;
+    // The Service it names as it was translated (nullopt: none, or absent).
+    std::optional<DiscoveredService> service;
     std::vector<ResourcePtr> resources;
     std::vector<FieldError> warnings;
     std::optional<FieldError> error;  // why Envoy would refuse it
@@ -73,7 +75,8 @@ class Translator {
   void AddGrpcListeners(Pass& pass);
   void RememberAccepted(const TranslationInput& input, const StatusMap& statuses);
 
-  UpstreamOutput UpstreamFor(const GatewayObject& upstream) const;
+  UpstreamOutput UpstreamFor(const GatewayObject& upstream,
+                             const DiscoveredServices& services) const;
   absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.
   const GatewayObject* LastGood(const GatewayObject& object) const;

@@ -460,7 +460,8 @@ class EtcdCluster:
 # --- fault injection ---------------------------------------------------------
 
 class FaultProxy:
-    """A TCP proxy on 127.0.0.1 in front of one upstream port, with modes:
+    """A TCP proxy on 127.0.0.1 (or `host`) in front of one upstream port on
+    127.0.0.1, with modes:
 
     pass       forward bytes both ways.
     blackhole  keep every connection open and keep accepting new ones, but
@@ -483,8 +484,10 @@ class FaultProxy:
     MODES = ("pass", "blackhole", "reject", "slow")
     _BUF = 256 * 1024
 
-    def __init__(self, upstream_port: int, name: str = "proxy", port: int = 0):
+    def __init__(self, upstream_port: int, name: str = "proxy", port: int = 0,
+                 host: str = "127.0.0.1"):
         self.name = name
+        self.host = host
         self.upstream = ("127.0.0.1", upstream_port)
         self._sel = selectors.DefaultSelector()
         self._mode = "pass"
@@ -506,7 +509,7 @@ class FaultProxy:
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def mode(self) -> str:
@@ -552,7 +555,7 @@ class FaultProxy:
     def _listen(self, port: int) -> None:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", port))
+        s.bind((self.host, port))
         s.listen(128)
         s.setblocking(False)
         self._listener = s

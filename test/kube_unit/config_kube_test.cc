@@ -75,6 +75,16 @@ class KubeSourceTest : public ::testing::Test {
     }
     return false;
   }
+  std::string LatestDebug() {
+    absl::MutexLock lock(&mu_);
+    std::string out;
+    if (latest_ == nullptr) return out;
+    for (const auto& [name, r] :
+         latest_->Resources("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment")) {
+      out += name + ": " + r->message()->ShortDebugString() + "\n";
+    }
+    return out;
+  }
   int published() {
     absl::MutexLock lock(&mu_);
     return published_;
@@ -143,6 +153,37 @@ TEST_F(KubeSourceTest, GoneRelistKeepsServing) {
   api_.FailNext(FakeKubeApi::Call::kList, absl::UnavailableError("down"));
   api_.Put(kUpstreams, Upstream(9090));
   ASSERT_TRUE(Eventually([&] { return Serves("port_value: 9090"); }));
+}
+
+TEST_F(KubeSourceTest, ServiceEndpointsAreServedAndFollowTheirSlices) {
+  const KubeResource services{"", "v1", "services", "Service"};
+  const KubeResource slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"};
+  api_.Put(kUpstreams, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
+                        {"spec", {{"service", {{"name", "web"}, {"port", 80}}}}}});
+  Start();
+  const ObjectKey key{"Upstream", "shop", "api"};
+  ASSERT_TRUE(Eventually([&] {
+    StatusMap statuses = source_->statuses();
+    return statuses.contains(key) && statuses.at(key).state == StatusState::kWarning;
+  })) << "the Service does not exist yet";
+  auto slice = [](const std::string& address) {
+    return nlohmann::json{{"metadata",
+                           {{"namespace", "shop"},
+                            {"name", "web-1"},
+                            {"labels", {{"kubernetes.io/service-name", "web"}}}}},
+                          {"addressType", "IPv4"},
+                          {"ports", {{{"name", "http"}, {"port", 8080}}}},
+                          {"endpoints", {{{"addresses", {address}}, {"zone", "zone-a"}}}}};
+  };
+  api_.Put(slices, slice("10.1.0.1"));
+  api_.Put(services, {{"metadata", {{"namespace", "shop"}, {"name", "web"}}},
+                      {"spec", {{"ports", {{{"name", "http"}, {"port", 80}}}}}}});
+  ASSERT_TRUE(Eventually([&] { return Serves("address: \"10.1.0.1\" port_value: 8080"); }))
+      << LatestDebug();
+  EXPECT_EQ(source_->statuses().at(key).state, StatusState::kAccepted);
+  api_.Put(slices, slice("10.1.0.2"));
+  ASSERT_TRUE(Eventually([&] { return Serves("address: \"10.1.0.2\" port_value: 8080"); }));
+  EXPECT_FALSE(Serves("10.1.0.1"));
 }
 
 }  // namespace

@@ -1,0 +1,117 @@
+// ServiceDiscovery: Services joined to their EndpointSlices as the
+// EndpointSlice API defines them.
+#include "src/source/kube_services.h"
+
+#include "gtest/gtest.h"
+
+namespace holdfast {
+namespace {
+
+using Json = nlohmann::json;
+
+std::pair<std::string, std::shared_ptr<const KubeObject>> Object(const std::string& ns,
+                                                                 const std::string& name,
+                                                                 Json object) {
+  object["metadata"]["namespace"] = ns;
+  object["metadata"]["name"] = name;
+  return {ns + "/" + name, std::make_shared<KubeObject>(KubeObject{ns, name, "1", object})};
+}
+
+Json Service(Json ports) { return {{"spec", {{"ports", ports}}}}; }
+
+Json Slice(const std::string& service, const std::string& type, Json ports, Json endpoints) {
+  return {{"metadata", {{"labels", {{"kubernetes.io/service-name", service}}}}},
+          {"addressType", type},
+          {"ports", ports},
+          {"endpoints", endpoints}};
+}
+
+Json Endpoint(std::vector<std::string> addresses, Json conditions, const std::string& zone = "") {
+  Json endpoint = {{"addresses", addresses}, {"conditions", conditions}};
+  if (!zone.empty()) endpoint["zone"] = zone;
+  return endpoint;
+}
+
+const Json kWebPorts = Json::array({{{"name", "http"}, {"port", 80}, {"protocol", "TCP"}},
+                                    {{"name", "grpc"}, {"port", 9090}, {"appProtocol", "grpc"}},
+                                    {{"name", "dns"}, {"port", 53}, {"protocol", "UDP"}}});
+const Json kSlicePorts = Json::array(
+    {{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}, {{"name", "grpc"}, {"port", 9000}}});
+
+TEST(ServiceDiscoveryTest, JoinsSlicesToServicePortsByName) {
+  KubeObjects services{Object("shop", "web", Service(kWebPorts))};
+  KubeObjects slices{Object(
+      "shop", "web-abc",
+      Slice("web", "IPv4", kSlicePorts, {Endpoint({"10.0.0.2", "10.0.0.1"}, {}, "zone-a")}))};
+  ServiceDiscovery discovery;
+  DiscoveredServices out = discovery.Discover(services, slices);
+  ASSERT_EQ(out.size(), 1u);
+  const DiscoveredService& web = out.at({"shop", "web"});
+  ASSERT_EQ(web.ports.size(), 2u) << "the UDP port is not an upstream";
+  EXPECT_EQ(web.ports[0],
+            (DiscoveredServicePort{
+                "http", 80, "", {{"10.0.0.1", 8080, "zone-a"}, {"10.0.0.2", 8080, "zone-a"}}}));
+  EXPECT_EQ(
+      web.ports[1],
+      (DiscoveredServicePort{
+          "grpc", 9090, "grpc", {{"10.0.0.1", 9000, "zone-a"}, {"10.0.0.2", 9000, "zone-a"}}}));
+}
+
+TEST(ServiceDiscoveryTest, ConditionsDecideReadyDrainingOrLeftOut) {
+  KubeObjects services{Object("shop", "web", Service({{{"port", 80}}}))};
+  Json endpoints = Json::array({
+      Endpoint({"10.0.0.1"}, {{"ready", nullptr}}),                      // unknown: ready
+      Endpoint({"10.0.0.2"}, {{"ready", true}, {"terminating", true}}),  // still ready
+      Endpoint({"10.0.0.3"}, {{"ready", false}, {"serving", true}, {"terminating", true}}),
+      Endpoint({"10.0.0.4"}, {{"ready", false}, {"terminating", true}}),  // serving unknown: yes
+      Endpoint({"10.0.0.5"}, {{"ready", false}, {"serving", false}, {"terminating", true}}),
+      Endpoint({"10.0.0.6"}, {{"ready", false}, {"serving", true}}),  // starting, not terminating
+      Endpoint({"10.0.0.7"}, {{"ready", false}}),
+  });
+  KubeObjects slices{
+      Object("shop", "web-1", Slice("web", "IPv4", Json::array({{{"port", 8080}}}), endpoints))};
+  ServiceDiscovery discovery;
+  DiscoveredServices out = discovery.Discover(services, slices);
+  EXPECT_EQ(out.at({"shop", "web"}).ports.at(0).endpoints,
+            (std::vector<ServiceEndpoint>{{"10.0.0.1", 8080, "", false},
+                                          {"10.0.0.2", 8080, "", false},
+                                          {"10.0.0.3", 8080, "", true},
+                                          {"10.0.0.4", 8080, "", true}}));
+}
+
+TEST(ServiceDiscoveryTest, DuplicatesCountOnceReadyWinningAndFqdnSlicesAreSkipped) {
+  KubeObjects services{Object("shop", "web", Service({{{"name", "http"}, {"port", 80}}})),
+                       Object("shop", "v6", Service({{{"name", "http"}, {"port", 80}}}))};
+  Json ports = Json::array({{{"name", "http"}, {"port", 8080}}});
+  Json draining = {{"ready", false}, {"serving", true}, {"terminating", true}};
+  KubeObjects slices{
+      Object("shop", "web-1", Slice("web", "IPv4", ports, {Endpoint({"10.0.0.1"}, draining)})),
+      Object("shop", "web-2",
+             Slice("web", "IPv4", ports, {Endpoint({"10.0.0.1"}, {}), Endpoint({"10.0.0.2"}, {})})),
+      Object("shop", "web-3", Slice("web", "IPv4", ports, {Endpoint({"10.0.0.2"}, draining)})),
+      Object("shop", "web-4", Slice("web", "FQDN", ports, {Endpoint({"web.example.com"}, {})})),
+      Object("shop", "v6-1", Slice("v6", "IPv6", ports, {Endpoint({"2001:db8::1"}, {})})),
+      // Another namespace's slice of a Service of the same name is not this one's.
+      Object("other", "web-1", Slice("web", "IPv4", ports, {Endpoint({"10.9.9.9"}, {})})),
+      // A slice of no known Service.
+      Object("shop", "gone-1", Slice("gone", "IPv4", ports, {Endpoint({"10.8.8.8"}, {})}))};
+  ServiceDiscovery discovery;
+  DiscoveredServices out = discovery.Discover(services, slices);
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_EQ(
+      out.at({"shop", "web"}).ports.at(0).endpoints,
+      (std::vector<ServiceEndpoint>{{"10.0.0.1", 8080, "", false}, {"10.0.0.2", 8080, "", false}}));
+  EXPECT_EQ(out.at({"shop", "v6"}).ports.at(0).endpoints,
+            (std::vector<ServiceEndpoint>{{"2001:db8::1", 8080, "", false}}));
+}
+
+TEST(ServiceDiscoveryTest, ServiceWithoutSlicesHasPortsWithoutEndpoints) {
+  KubeObjects services{Object("shop", "web", Service({{{"name", "http"}, {"port", 80}}}))};
+  ServiceDiscovery discovery;
+  DiscoveredServices out = discovery.Discover(services, {});
+  EXPECT_EQ(out.at({"shop", "web"}),
+            (DiscoveredService{{DiscoveredServicePort{"http", 80, "", {}}}}));
+}
+
+}  // namespace
+}  // namespace holdfast
