@@ -419,7 +419,8 @@ STATUS = obj({
     "writer": obj({
         "replica": string("Replica id of the leader that wrote this status "
                           "(the Lease's holderIdentity).", max_length=MAX_NAME),
-        "term": integer("Its term: the Lease's leaseTransitions when it wrote.", minimum=0),
+        "term": integer("Its term: the Lease's leaseTransitions + 1 while it holds the Lease "
+                        "(deploy/status-fencing.yaml refuses any other).", minimum=1),
     }, "Who wrote this status: the fencing token of the write.", required=["replica", "term"]),
 }, "Written by the leading holdfast replica.")
 

@@ -70,14 +70,23 @@ absl::StatusOr<std::unique_ptr<KubeServingSource>> KubeServingSource::Start(
       std::make_unique<KubeLeaseBackend>(election->replica_id, kube->lease_store_.get(), clock);
   kube->elector_ =
       std::make_unique<LeaseElector>(*election, kube->backend_.get(), clock, random, metrics);
+  kube->writer_ = std::make_unique<KubeStatusWriter>(
+      KubeStatusWriter::Options{.replica_id = election->replica_id,
+                                .resources = HoldfastResources()},
+      kube->client_.get(), kube->elector_.get(), kube->lease_store_.get(), clock, random, metrics);
 
   KubeConfigSource::Options source_options;
   source_options.namespaces = options.kube.watch_namespaces;
   source_options.translator.missing_upstream_status = options.missing_upstream_status;
   kube->source_ = std::make_unique<KubeConfigSource>(source_options, kube->client_.get(), clock,
                                                      random, metrics, std::move(publish));
+  kube->source_->OnObjectStatuses(
+      [writer = kube->writer_.get()](const StatusMap& statuses, const ObservedObjects& observed) {
+        writer->Update(statuses, observed);
+      });
   kube->source_->Start();
   kube->elector_->Start();
+  kube->writer_->Start();
   LogInfo("kubernetes: replica %s reading holdfast.dev/v1 objects from %s (%s); Lease %s",
           election->replica_id, config->server, config->origin, kube->lease_);
   return kube;
@@ -95,6 +104,7 @@ std::map<std::string, std::function<nlohmann::json()>> KubeServingSource::Pages(
 
 void KubeServingSource::Stop() {
   source_->Stop();
+  writer_->Stop();
   elector_->Stop();
   elector_->Resign();  // let another replica lead now, not after the lease
 }

@@ -13,14 +13,16 @@
 #include "src/election/lease_elector.h"
 #include "src/kube/kube_client.h"
 #include "src/source/config_kube.h"
+#include "src/status/kube_status_writer.h"
 
 namespace holdfast {
 
 // Gateway objects from the Kubernetes API (--kubeconfig, --in-cluster), and
 // leader election on a coordination.k8s.io/v1 Lease. Every replica reads and
-// serves; leadership only says which replica may write to the API server
-// (statuses), so it never affects readiness or serving. A replica that loses
-// leadership steps down, keeps serving and campaigns again, forever.
+// serves; leadership only says which replica writes object statuses to the
+// API server (KubeStatusWriter, fenced by deploy/status-fencing.yaml), so it
+// never affects readiness or serving. A replica that loses leadership steps
+// down, keeps serving and campaigns again, forever.
 class KubeServingSource : public ServingSource {
  public:
   static absl::StatusOr<std::unique_ptr<KubeServingSource>> Start(
@@ -33,12 +35,6 @@ class KubeServingSource : public ServingSource {
   // Stops reading, then resigns: the Lease is released for another replica.
   void Stop() override;
 
-  // For a leader-gated writer to attach to: follow elector().OnChange() and
-  // Current(), report refused fenced writes with ReportFenced(), and write
-  // with api(). Both live as long as this source.
-  LeaseElector& elector() { return *elector_; }
-  KubeApi& api() { return *client_; }
-
  private:
   KubeServingSource() = default;
 
@@ -50,6 +46,7 @@ class KubeServingSource : public ServingSource {
   std::unique_ptr<KubeLeaseStore> lease_store_;
   std::unique_ptr<KubeLeaseBackend> backend_;
   std::unique_ptr<LeaseElector> elector_;
+  std::unique_ptr<KubeStatusWriter> writer_;
   std::unique_ptr<KubeConfigSource> source_;
 };
 

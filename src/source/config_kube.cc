@@ -161,10 +161,12 @@ void KubeConfigSource::ApplyIfChanged() {
   }
   TranslationInput input;
   std::map<std::string, std::pair<std::string, DecodedFile>> decoded;
+  ObservedObjects observed;
   for (const Reflector* reflector : object_reflectors_) {
     for (const auto& [name, object] : reflector->objects()) {
-      const std::string location =
-          KubeLocation(JsonString(object->object, "kind"), object->ns, object->name);
+      const std::string kind = JsonString(object->object, "kind");
+      const std::string location = KubeLocation(kind, object->ns, object->name);
+      observed[ObjectKey{kind, object->ns, object->name}] = ObserveObject(object->object);
       auto cached = decoded_.find(location);
       if (cached != decoded_.end() && cached->second.first == object->resource_version) {
         decoded.emplace(location, std::move(cached->second));
@@ -176,6 +178,7 @@ void KubeConfigSource::ApplyIfChanged() {
     }
   }
   decoded_ = std::move(decoded);
+  observed_ = std::move(observed);
   input.services =
       discovery_.Discover(ObjectsOf(service_reflectors_), ObjectsOf(slice_reflectors_));
   (void)pipeline_.Apply(input, {});

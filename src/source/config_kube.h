@@ -13,6 +13,7 @@
 #include "src/common/poller.h"
 #include "src/common/random.h"
 #include "src/kube/kube_api.h"
+#include "src/kube/observed_object.h"
 #include "src/kube/reflector.h"
 #include "src/model/decode.h"
 #include "src/source/config_pipeline.h"
@@ -66,6 +67,14 @@ class KubeConfigSource : public ConfigSource {
   void OnStatuses(std::function<void(const StatusMap&)> listener) override {
     pipeline_.OnStatuses(std::move(listener));
   }
+  // Like OnStatuses(), with the version of each object the statuses are
+  // about (for status.observedGeneration). Replaces an OnStatuses listener.
+  void OnObjectStatuses(
+      std::function<void(const StatusMap&, const ObservedObjects&)> listener) {
+    pipeline_.OnStatuses([this, listener = std::move(listener)](const StatusMap& statuses) {
+      listener(statuses, observed_);
+    });
+  }
 
   // Translates what the reflectors hold if it changed (the apply loop's
   // step; public for tests).
@@ -101,6 +110,7 @@ class KubeConfigSource : public ConfigSource {
   // The apply thread only: decoded objects by location, reused while the
   // object's resourceVersion holds.
   std::map<std::string, std::pair<std::string, DecodedFile>> decoded_;
+  ObservedObjects observed_;  // the apply thread only: of the last translation
 };
 
 }  // namespace holdfast

@@ -38,7 +38,11 @@ def installed(kube_shared, kube_binaries):
         if "crds/" in str(f):
             a.wait_crds_established([d["metadata"]["name"] for d in objects([f])])
     a.apply(kustomization_files(DEPLOY / "gateway-api"), field_manager="holdfast-install")
-    return kube_shared
+    yield kube_shared
+    # The status fencing policy refuses every status write without a Lease
+    # holder: later tests on the shared cluster write statuses as admin.
+    a.call("DELETE", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/"
+                     "holdfast-status-fencing")
 
 
 def test_kustomization_lists_every_manifest():
@@ -78,6 +82,12 @@ def test_every_object_is_stored(installed):
     assert [w["failurePolicy"] for w in hook["webhooks"]] == ["Ignore"]
     gc = a.get("gateway.networking.k8s.io/v1", "GatewayClass", "holdfast", None)
     assert gc["spec"]["controllerName"] == "holdfast.dev/gateway-controller"
+    binding = a.get("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding",
+                    "holdfast-status-fencing", None)
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert binding["spec"]["paramRef"] == {
+        "name": "holdfast-leader", "namespace": HOLDFAST_NAMESPACE,
+        "parameterNotFoundAction": "Deny"}
 
 
 HOLDFAST_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]
@@ -133,7 +143,12 @@ ACCESS = (
         False),
        ("update", "apiextensions.k8s.io", "customresourcedefinitions", None, None, None, False),
        ("update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None, None,
-        None, False)]
+        None, False),
+       # ... nor escapes its fencing.
+       ("delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", None,
+        None, "holdfast-status-fencing", False),
+       ("update", "admissionregistration.k8s.io", "validatingadmissionpolicies", None, None,
+        "holdfast-status-fencing", False)]
 )
 
 

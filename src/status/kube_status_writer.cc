@@ -1,0 +1,236 @@
+#include "src/status/kube_status_writer.h"
+
+#include "absl/strings/str_cat.h"
+#include "src/common/backoff.h"
+#include "src/common/log.h"
+#include "src/kube/json_fields.h"
+#include "src/status/status_writer.h"
+
+namespace holdfast {
+namespace {
+
+// The Accepted condition of a state, as the CRDs document it.
+nlohmann::json AcceptedCondition(const ObjectStatus& status, int64_t generation) {
+  std::string reason = "Accepted";
+  std::string message = "Served as written.";
+  if (!status.reasons.empty()) {
+    const FieldError& first = status.reasons.front();
+    message = first.path.empty() ? first.message : absl::StrCat(first.path, ": ", first.message);
+    if (status.reasons.size() > 1) absl::StrAppend(&message, " (and ", status.reasons.size() - 1, " more)");
+    if (message.size() > 1024) message = message.substr(0, 1021) + "...";
+  }
+  if (status.state == StatusState::kWarning) reason = "AcceptedWithWarnings";
+  if (status.state == StatusState::kRejected) {
+    reason = "Rejected";
+    if (status.serving_last_good) absl::StrAppend(&message, " Its last accepted version is served.");
+  }
+  return {{"type", "Accepted"},
+          {"status", status.state == StatusState::kRejected ? "False" : "True"},
+          {"reason", reason},
+          {"message", message},
+          {"observedGeneration", generation}};
+}
+
+// `status` without what changes between writers and over time.
+nlohmann::json ComparablePart(nlohmann::json status) {
+  if (!status.is_object()) return nlohmann::json::object();
+  status.erase("writer");
+  nlohmann::json& conditions = status["conditions"];
+  if (conditions.is_array()) {
+    for (nlohmann::json& condition : conditions) {
+      if (condition.is_object()) condition.erase("lastTransitionTime");
+    }
+  } else {
+    status.erase("conditions");
+  }
+  return status;
+}
+
+std::string Text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+nlohmann::json KubeStatusContent(const ObjectKey& key, const ObjectStatus& status,
+                                 const ObservedObject& observed) {
+  // The same bounds as statuses in etcd: at most 20 reasons of 1 KiB.
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const nlohmann::json& reason : StoredStatusJson(key, status)["reasons"]) {
+    reasons.push_back({{"field", reason["path"]}, {"message", reason["message"]}});
+  }
+  return {{"state", StatusStateName(status.state)},
+          {"servingLastGood", status.serving_last_good},
+          {"observedGeneration", observed.generation},
+          {"reasons", reasons},
+          {"conditions", nlohmann::json::array({AcceptedCondition(status, observed.generation)})}};
+}
+
+KubeStatusWriter::KubeStatusWriter(Options options, KubeApi* api, LeaseElector* elector,
+                                   LeaseStore* lease, const Clock& clock, Random& random,
+                                   MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      api_(api),
+      elector_(elector),
+      lease_(lease),
+      clock_(clock),
+      random_(random),
+      writes_(metrics->GetCounter("holdfast_status_writes_total",
+                                  "Object statuses written to the store")),
+      fenced_(metrics->GetCounter("holdfast_status_writes_fenced_total",
+                                  "Status writes the store refused because their term had ended")),
+      errors_(metrics->GetCounter("holdfast_status_write_errors_total",
+                                  "Status writes that failed for other reasons")) {}
+
+void KubeStatusWriter::Update(const StatusMap& statuses, const ObservedObjects& observed) {
+  {
+    absl::MutexLock lock(&mu_);
+    statuses_ = statuses;
+    observed_ = observed;
+  }
+  poller_.Wake();
+}
+
+void KubeStatusWriter::Start() {
+  elector_->OnChange([this](const Leadership&) { poller_.Wake(); });
+  // Statuses change only with an Update() or a leadership change, which
+  // wake the poller; the periodic pass is a safety net, the backoff paces
+  // retries of a pass that failed.
+  auto backoff = std::make_shared<Backoff>(options_.min_backoff, options_.max_backoff, random_);
+  poller_.StartAdaptive(absl::ZeroDuration(), [this, backoff] {
+    if (Sync().ok()) {
+      backoff->Reset();
+      return absl::Minutes(1);
+    }
+    return backoff->Next();
+  });
+}
+
+std::map<ObjectKey, KubeStatusWriter::Desired> KubeStatusWriter::DesiredStatuses() {
+  std::map<std::string, const KubeResource*> by_kind;
+  for (const KubeResource& resource : options_.resources) by_kind[resource.kind] = &resource;
+  absl::MutexLock lock(&mu_);
+  std::map<ObjectKey, Desired> desired;
+  for (const auto& [key, status] : statuses_) {
+    auto resource = by_kind.find(key.kind);
+    auto observed = observed_.find(key);
+    if (resource == by_kind.end() || observed == observed_.end()) continue;  // not an API object
+    desired.emplace(key, Desired{resource->second, observed->second,
+                                 KubeStatusContent(key, status, observed->second)});
+  }
+  return desired;
+}
+
+absl::Status KubeStatusWriter::Sync() {
+  absl::MutexLock sync_lock(&sync_mu_);
+  const Leadership leadership = elector_->Current();
+  if (!leadership.is_leader) {
+    term_ = 0;
+    known_.clear();
+    return absl::OkStatus();
+  }
+  if (leadership.term != term_) {
+    // A new term: what earlier terms (of any replica) stored is read again.
+    LogInfo("status: leading term %d; converging the status of every object", leadership.term);
+    term_ = leadership.term;
+    known_.clear();
+  }
+  const std::map<ObjectKey, Desired> desired = DesiredStatuses();
+  std::erase_if(known_, [&](const auto& entry) { return !desired.contains(entry.first); });
+  absl::Status first_error;
+  for (const auto& [key, want] : desired) {
+    auto known = known_.find(key);
+    if (known != known_.end() && known->second.first == want.observed.uid &&
+        known->second.second == Text(want.content)) {
+      continue;
+    }
+    // The clock may have ended the term since the pass began.
+    const Leadership now = elector_->Current();
+    if (!now.is_leader || now.term != leadership.term) break;
+    absl::Status status = WriteOne(leadership, key, want);
+    if (absl::IsFailedPrecondition(status)) return status;  // fenced: the term is over
+    if (!status.ok() && first_error.ok()) first_error = status;
+  }
+  return first_error;
+}
+
+absl::Status KubeStatusWriter::WriteOne(const Leadership& leadership, const ObjectKey& key,
+                                        const Desired& desired) {
+  const std::string content = Text(desired.content);
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<nlohmann::json> stored = api_->Get(*desired.resource, key.ns, key.name);
+    if (absl::IsNotFound(stored.status())) return absl::OkStatus();  // deleted meanwhile
+    if (!stored.ok()) {
+      errors_->Increment();
+      return stored.status();
+    }
+    const ObservedObject now = ObserveObject(*stored);
+    // Another object of the same name: its translation is still to come.
+    if (now.uid != desired.observed.uid) return absl::OkStatus();
+    if (Text(ComparablePart(JsonField(*stored, "status"))) == content) {
+      known_[key] = {now.uid, content};
+      return absl::OkStatus();
+    }
+    absl::StatusOr<nlohmann::json> written =
+        api_->UpdateStatus(*desired.resource, WithStatus(leadership, *stored, desired.content));
+    if (written.ok()) {
+      writes_->Increment();
+      known_[key] = {now.uid, content};
+      return absl::OkStatus();
+    }
+    if (IsConflict(written.status()) && attempt + 1 < options_.max_conflicts) continue;
+    if (absl::IsPermissionDenied(written.status())) return FencedOr(leadership, written.status());
+    errors_->Increment();
+    LogWarning("status: cannot write the status of %s: %s", key.ToString(),
+               written.status().message());
+    return written.status();
+  }
+}
+
+nlohmann::json KubeStatusWriter::WithStatus(const Leadership& leadership,
+                                            const nlohmann::json& stored,
+                                            const nlohmann::json& content) const {
+  nlohmann::json status = content;
+  const nlohmann::json& old_conditions = JsonField(JsonField(stored, "status"), "conditions");
+  const std::string now = absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", clock_.Now(), absl::UTCTimeZone());
+  for (nlohmann::json& condition : status["conditions"]) {
+    // A condition keeps its transition time while its status holds.
+    condition["lastTransitionTime"] = now;
+    if (!old_conditions.is_array()) continue;
+    for (const nlohmann::json& old : old_conditions) {
+      if (JsonString(old, "type") == condition["type"] &&
+          JsonString(old, "status") == condition["status"] &&
+          !JsonString(old, "lastTransitionTime").empty()) {
+        condition["lastTransitionTime"] = JsonString(old, "lastTransitionTime");
+      }
+    }
+  }
+  status["writer"] = {{"replica", options_.replica_id}, {"term", leadership.term}};
+  nlohmann::json object = stored;
+  object["status"] = std::move(status);
+  return object;
+}
+
+absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Status refused) {
+  absl::StatusOr<LeaseStore::Versioned> lease = lease_->Get();
+  const bool ended = lease.ok() && (lease->record.holder_identity != options_.replica_id ||
+                                    lease->record.lease_transitions + 1 != leadership.term);
+  if (!ended) {
+    errors_->Increment();
+    LogWarning("status: the API server refused a status write of term %d though the Lease is "
+               "still ours (RBAC, or deploy/status-fencing.yaml bound to another Lease?): %s",
+               leadership.term, refused.message());
+    return refused;
+  }
+  fenced_->Increment();
+  LogWarning("status: the API server refused a write of term %d (the Lease now names %s, term "
+             "%d); stepping down",
+             leadership.term, lease->record.holder_identity, lease->record.lease_transitions + 1);
+  elector_->ReportFenced(leadership.term);
+  term_ = 0;
+  known_.clear();
+  return absl::FailedPreconditionError(
+      absl::StrCat("status write fenced: term ", leadership.term, " has ended"));
+}
+
+}  // namespace holdfast

@@ -1,0 +1,117 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/common/poller.h"
+#include "src/common/random.h"
+#include "src/election/lease_elector.h"
+#include "src/election/lease_store.h"
+#include "src/kube/kube_api.h"
+#include "src/kube/observed_object.h"
+#include "src/translate/status.h"
+
+namespace holdfast {
+
+// The status subresource of a holdfast.dev object for `status` of the
+// version `observed`, without writer and lastTransitionTime: what is compared
+// to decide whether a stored status needs rewriting (docs/kubernetes.md).
+nlohmann::json KubeStatusContent(const ObjectKey& key, const ObjectStatus& status,
+                                 const ObservedObject& observed);
+
+// Writes object statuses to the status subresource of holdfast.dev objects
+// while this replica leads on its Lease, and only then.
+//
+// Every status names its writer: the replica id and term (the Lease's
+// leaseTransitions + 1). The writer checks leadership before each write, but
+// what fences a paused ex-leader that resumes is the API server: the
+// ValidatingAdmissionPolicy of deploy/status-fencing.yaml refuses a status
+// whose writer is not the Lease's current holder and term. A refused write
+// (403) is told from a refusal for another reason (RBAC, a policy not
+// matching) by reading the Lease: if the term has ended it is counted as
+// fenced and reported to the elector, which steps down; otherwise it is an
+// error, retried with backoff.
+//
+// Writes are PUTs conditioned on the resourceVersion just read (409: read
+// again). A status equal to the stored one (writer and transition times
+// aside) is not written. On gaining a term every object's stored status is
+// read once and rewritten where it differs, so a new leader converges every
+// status, observedGeneration included; within a term only changed statuses
+// are written. Statuses of objects that are not API objects of `resources`,
+// or that were deleted, are skipped.
+class KubeStatusWriter {
+ public:
+  struct Options {
+    std::string replica_id;
+    std::vector<KubeResource> resources;  // kinds whose statuses are written
+    // A pass that failed is retried after a jittered exponential backoff.
+    absl::Duration min_backoff = absl::Milliseconds(200);
+    absl::Duration max_backoff = absl::Seconds(5);
+    // A conflicting write is read and tried again up to this many times.
+    int max_conflicts = 3;
+  };
+
+  // `api`, `elector`, `lease` (the elector's Lease, read to tell fencing
+  // from other refusals), `clock`, `random` and `metrics` must outlive the
+  // writer.
+  KubeStatusWriter(Options options, KubeApi* api, LeaseElector* elector, LeaseStore* lease,
+                   const Clock& clock, Random& random, MetricsRegistry* metrics);
+  ~KubeStatusWriter() { Stop(); }
+
+  // The statuses to publish (the latest translation's) and the object
+  // versions they are about. Thread-safe; wakes the writer.
+  void Update(const StatusMap& statuses, const ObservedObjects& observed);
+  // Runs Sync() after every Update() and leadership change, on a Poller.
+  void Start();
+  void Stop() { poller_.Stop(); }
+
+  // One pass: if leading, brings every status in line. FailedPrecondition
+  // when the API server refused a write because the term had ended.
+  absl::Status Sync();
+
+ private:
+  struct Desired {
+    const KubeResource* resource;
+    ObservedObject observed;
+    nlohmann::json content;
+  };
+  std::map<ObjectKey, Desired> DesiredStatuses();
+  // Writes one status unless the stored one already says the same.
+  absl::Status WriteOne(const Leadership& leadership, const ObjectKey& key,
+                        const Desired& desired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // The stored object with `status` in place of its status, ready to PUT.
+  nlohmann::json WithStatus(const Leadership& leadership, const nlohmann::json& stored,
+                            const nlohmann::json& content) const;
+  // After a 403: FailedPrecondition (and the elector told) if the Lease
+  // shows the term has ended, else `refused` itself.
+  absl::Status FencedOr(const Leadership& leadership, absl::Status refused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+
+  const Options options_;
+  KubeApi* api_;
+  LeaseElector* elector_;
+  LeaseStore* lease_;
+  const Clock& clock_;
+  Random& random_;
+  Counter* writes_;
+  Counter* fenced_;
+  Counter* errors_;
+  Poller poller_;
+
+  absl::Mutex mu_;
+  StatusMap statuses_ ABSL_GUARDED_BY(mu_);
+  ObservedObjects observed_ ABSL_GUARDED_BY(mu_);
+
+  // Sync() only, one caller at a time.
+  absl::Mutex sync_mu_;
+  int64_t term_ ABSL_GUARDED_BY(sync_mu_) = 0;  // 0: nothing known for any term
+  // What this term found stored or wrote: uid and content text, by object.
+  std::map<ObjectKey, std::pair<std::string, std::string>> known_ ABSL_GUARDED_BY(sync_mu_);
+};
+
+}  // namespace holdfast
