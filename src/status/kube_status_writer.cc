@@ -55,8 +55,9 @@ std::string Text(const nlohmann::json& value) {
 nlohmann::json KubeStatusContent(const ObjectKey& key, const ObjectStatus& status,
                                  const ObservedObject& observed) {
   // The same bounds as statuses in etcd: at most 20 reasons of 1 KiB.
+  const nlohmann::json stored = StoredStatusJson(key, status);
   nlohmann::json reasons = nlohmann::json::array();
-  for (const nlohmann::json& reason : StoredStatusJson(key, status)["reasons"]) {
+  for (const nlohmann::json& reason : stored["reasons"]) {
     reasons.push_back({{"field", reason["path"]}, {"message", reason["message"]}});
   }
   return {{"state", StatusStateName(status.state)},

@@ -41,7 +41,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -51,8 +50,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
-from hf_etcd import EtcdCluster, FaultProxy, which_etcd  # noqa: E402
-from hf_gateway import route, to_yaml, upstream, virtual_service  # noqa: E402
+from hf_etcd import EtcdCluster, FaultProxy, etcd_history, which_etcd  # noqa: E402
+from hf_gateway import route, upstream, virtual_service  # noqa: E402
 from hf_process import ProcessSet, environ_without_grpc  # noqa: E402
 from hf_snapshot_file import DamagedFile, check_snapshot_file  # noqa: E402
 from hf_replica import LEASE_DURATION, RETRY_JITTER, RETRY_PERIOD, Store  # noqa: E402
@@ -754,55 +753,17 @@ class Deployment:
         compacts here): election keys and status writes, for fencing."""
         current = self.etcd.revision()
         prefix = self.store.prefix
-        from hf_etcd import ETCDCTL, etcdctl_env, _b64
-        argv = [ETCDCTL, f"--endpoints={','.join(self.etcd.live_endpoints())}", "watch",
-                "--prefix", f"{prefix}/", "--rev=1", "-w", "json"]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=etcdctl_env())
-        seen_rev = 0
-        count = 0
-        box = {}
-
-        def read():
-            nonlocal seen_rev, count
-            for raw in proc.stdout:
-                try:
-                    doc = json.loads(raw)
-                except ValueError:
-                    continue
-                for e in doc.get("Events") or []:
-                    kv = e.get("kv", {})
-                    key = _b64(kv.get("key")).decode(errors="replace")
-                    section = key[len(prefix) + 1:].split("/", 1)[0]
-                    if section not in ("election", "status"):
-                        seen_rev = max(seen_rev, int(kv.get("mod_revision", 0)))
-                        continue
-                    self.history.add(
-                        "etcd_event", key=key[len(prefix):],
-                        type="DELETE" if e.get("type") == 1 else "PUT",
-                        create_revision=int(kv.get("create_revision", 0)),
-                        mod_revision=int(kv.get("mod_revision", 0)),
-                        value=_b64(kv.get("value")).decode(errors="replace")[:2000])
-                    count += 1
-                    seen_rev = max(seen_rev, int(kv.get("mod_revision", 0)))
-                rev = int((doc.get("Header") or {}).get("revision", 0))
-                box["header"] = rev
-
-        th = threading.Thread(target=read, daemon=True)
-        th.start()
-        deadline = time.monotonic() + 30
-        # Events of the prefix may end before `current` (other keys, probes):
-        # wait until the stream goes quiet for 2 s after the last event.
-        last = (-1, time.monotonic())
-        while time.monotonic() < deadline:
-            if seen_rev != last[0]:
-                last = (seen_rev, time.monotonic())
-            elif time.monotonic() - last[1] > 2.0 and seen_rev > 0:
-                break
-            time.sleep(0.1)
-        proc.kill()
-        proc.wait()
-        th.join(timeout=5)
+        count = seen_rev = 0
+        for kv in etcd_history(self.etcd.live_endpoints(), f"{prefix}/", quiet=2.0, limit=30.0):
+            seen_rev = max(seen_rev, kv["mod_revision"])
+            key = kv["key"]
+            if key[len(prefix) + 1:].split("/", 1)[0] not in ("election", "status"):
+                continue
+            self.history.add("etcd_event", key=key[len(prefix):],
+                             type="DELETE" if kv["value"] is None else "PUT",
+                             create_revision=kv["create_revision"],
+                             mod_revision=kv["mod_revision"], value=(kv["value"] or "")[:2000])
+            count += 1
         self.history.add("etcd_history", events=count, last_revision=seen_rev,
                          current_revision=current)
 

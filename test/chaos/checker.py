@@ -62,11 +62,12 @@ Checks:
                         began after the cut; and some cut had a committed
                         write to withhold (else the check judged nothing)
 
-Which checks apply comes from the run's own run_start: on Kubernetes
-(`store: kube`), fencing is not judged (its evidence is etcd's event
-history; fenced status writes on Kubernetes are not built), nor is
-leader_after_store while the run has no leader election (`leadership:
-false`); both are listed as not judged.
+Which checks apply comes from the run's own run_start: leader_after_store
+and fencing are not judged while the run has no leader election
+(`leadership: false`), and are listed as not judged. On Kubernetes
+(`store: kube`) fencing's evidence is the API server's etcd history of the
+Lease and the objects (`kube_event`): every status write must name the
+Lease's holder and term as they stood at the write's revision.
 """
 
 import argparse
@@ -440,6 +441,8 @@ def check_converged_final(events):
 
 
 def check_fencing(events):
+    if run_mode(events)[0] == "kube":
+        return check_fencing_kube(events)
     hist = by_kind(events, "etcd_event")
     terms = {}   # create_revision -> {replica, start, end, key}
     by_key = {}
@@ -476,6 +479,38 @@ def check_fencing(events):
         return False, "no status write recorded (cannot judge fencing)"
     ended = sum(1 for t in terms.values() if t["end"] is not None)
     desc = f"{statuses} status writes under {len(terms)} terms ({ended} ended)"
+    return (False, f"{len(bad)} stale; {desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
+
+
+def check_fencing_kube(events):
+    """Each status write (an object version whose status differs from the
+    previous version's) against the Lease at the revision before it."""
+    if not by_kind(events, "kube_history"):
+        return False, "no Kubernetes history recorded (cannot judge fencing)"
+    lease = None            # (holder, term) as of the last Lease version
+    statuses = {}           # object key -> digest of its last status
+    terms, writes, bad = set(), 0, []
+    for e in sorted(by_kind(events, "kube_event"), key=lambda e: e["rev"]):
+        if e["what"] == "lease":
+            lease = None if e["deleted"] else (e["holder"], e["term"])
+            if lease and lease[0]:
+                terms.add(lease)
+            continue
+        if e["deleted"]:
+            statuses.pop(e["key"], None)
+            continue
+        before = statuses.get(e["key"])
+        statuses[e["key"]] = e["status"]
+        if e["status"] == before or not e.get("writer"):
+            continue  # a spec write keeps the status; a new object has none
+        writes += 1
+        writer = (e["writer"].get("replica"), e["writer"].get("term"))
+        if writer != lease:
+            bad.append(f"{e['key']}@{e['rev']}: written as {writer[0]} term {writer[1]} "
+                       f"while the Lease named {lease}")
+    if writes == 0:
+        return False, "no status write recorded (cannot judge fencing)"
+    desc = f"{writes} status writes under {len(terms)} terms"
     return (False, f"{len(bad)} stale; {desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
 
 
@@ -762,11 +797,9 @@ def not_judged(events):
     """{check: why} for the checks that do not apply to this run."""
     store, leadership = run_mode(events)
     out = {}
-    if store != "etcd":
-        out["fencing"] = (f"statuses are not written on {store} yet (fencing's evidence is "
-                          "etcd's event history)")
     if not leadership:
         out["leader_after_store"] = "no leader election in this run"
+        out["fencing"] = "no leader election in this run (no status writer)"
     if store != "kube":
         out.update({n: "Kubernetes runs only" for n in KUBE_ONLY})
     return out
@@ -971,6 +1004,26 @@ def _wrong_backend(events):
 
 def _doctor_store(events, add):
     end_t = max(e["t"] for e in events)
+    if run_mode(events)[0] == "kube":
+        add("fencing", "a status written under an ended Lease term", _stale_kube_write(events))
+    else:
+        _doctor_etcd_fencing(events, add)
+
+    # Two replicas claim to lead from the first store heal to the end.
+    h = next(h for h in by_kind(events, "fault_end") if h["fault"] in STORE_FAULTS)
+    ev = [dict(e, is_leader=e["replica"] != "c", leader="a")
+          if e["kind"] == "obs" and e["t"] >= h["t"] else e for e in events]
+    for r in REPLICAS:
+        ev.append({"t": h["t"], "kind": "obs", "replica": r, "up": True, "ready": True,
+                   "is_leader": r != "c", "leader": "a", "term": 1})
+    add("leader_after_store", "two leaders after a store heal", ev)
+    victim = next(iter(proxies_started(events)))
+    add("served_written_configs", "a proxy holds a generation never written",
+        events + [{"t": end_t - 1, "kind": "fleet", "ev": "gen", "p": victim, "gen": 987654}])
+
+
+def _doctor_etcd_fencing(events, add):
+    end_t = max(e["t"] for e in events)
     # A status written under a term after that term's key was deleted.
     hist = by_kind(events, "etcd_event")
     ended = next((e for e in hist if e["key"].startswith("/election/")
@@ -983,17 +1036,22 @@ def _doctor_store(events, add):
                    "value": json.dumps({"writer": created["value"],
                                         "term": created["create_revision"]})})
     add("fencing", "a status written under an ended term", ev)
-    # Two replicas claim to lead from the first store heal to the end.
-    h = next(h for h in by_kind(events, "fault_end") if h["fault"] in STORE_FAULTS)
-    ev = [dict(e, is_leader=e["replica"] != "c", leader="a")
-          if e["kind"] == "obs" and e["t"] >= h["t"] else e for e in events]
-    for r in REPLICAS:
-        ev.append({"t": h["t"], "kind": "obs", "replica": r, "up": True, "ready": True,
-                   "is_leader": r != "c", "leader": "a", "term": 1})
-    add("leader_after_store", "two leaders after a store heal", ev)
-    victim = next(iter(proxies_started(events)))
-    add("served_written_configs", "a proxy holds a generation never written",
-        events + [{"t": end_t - 1, "kind": "fleet", "ev": "gen", "p": victim, "gen": 987654}])
+
+
+def _stale_kube_write(events):
+    """After the last Lease version, a status written as the holder of the
+    Lease term before it (or as a made-up one when there was one term)."""
+    leases = [e for e in by_kind(events, "kube_event") if e["what"] == "lease"]
+    objects = [e for e in by_kind(events, "kube_event") if e["what"] == "object"]
+    if not leases or not objects:
+        return events
+    last = max(leases, key=lambda e: e["rev"])
+    earlier = [e for e in leases if (e["holder"], e["term"]) != (last["holder"], last["term"])]
+    old = max(earlier, key=lambda e: e["rev"]) if earlier else dict(last, term=last["term"] - 1)
+    end = max(e["rev"] for e in by_kind(events, "kube_event"))
+    return events + [dict(objects[-1], t=max(e["t"] for e in events), rev=end + 1,
+                          status="doctored", writer={"replica": old["holder"],
+                                                     "term": old["term"]})]
 
 
 def _doctor_snapshot(events, add):

@@ -32,22 +32,30 @@ Faults, one at a time:
   replica-kill-cut-off  a replica cut off from the API server (blackhole),
                         SIGKILLed and restarted while still cut off: it
                         must serve the last-known-good snapshot from disk
+  apiserver-blackhole-leader  the leader's proxy to the API server
+                        blackholed: it steps down by its renew deadline,
+                        another takes the Lease
+  leader-pause          the leader SIGSTOPped past its Lease, then resumed:
+                        the replica a late write would come from
 
 The API server writer reaches the API server directly, so generations keep
 being committed while replicas are cut off; the checker's
 store_cut_effective shows that a cut-off replica's proxies got none of them
 until the cut ended (the fault took effect).
 
-Leadership: `serve --kubeconfig` does not elect a leader yet (Lease
-election is in progress on another branch). LEADERSHIP is False, so the
-nemesis waits for no leader and the checker leaves fencing and
-leader_after_store out (it names them as not judged). When the Lease lands:
-pass its flags in KubeReplica.argv, set LEADERSHIP, and add the
-leader-pause and apiserver-blackhole-leader faults (chaos.py's one_fault
-handles leader-pause already).
+Leadership: the replicas elect on the Lease holdfast-system/holdfast-leader
+(lease 4 s, renew deadline 3 s, retry period 1 s, as the etcd runs) and the
+leader writes object statuses, fenced by deploy/status-fencing.yaml. The API
+server runs with --storage-media-type=application/json and without
+compaction, so its etcd keeps every version of the Lease and of the objects
+in one order (revisions): the run records them (`kube_event`) and the
+checker's fencing check judges every status write against the Lease as it
+stood at that revision.
 """
 
+import hashlib
 import http.client
+import json
 import signal
 import sys
 import time
@@ -55,9 +63,10 @@ from pathlib import Path
 from typing import Sequence
 
 from chaos import NS, STORE_GRACE, Deployment  # also puts test/integration on the path
+from hf_replica import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kube"))
-from hf_etcd import FaultProxy  # noqa: E402
+from hf_etcd import FaultProxy, etcd_history  # noqa: E402
 from hf_kube import KubeBinaries, KubeCluster, KubeError, REPO  # noqa: E402
 from hf_replica import Replica  # noqa: E402
 
@@ -71,15 +80,19 @@ SLOW_DELAY = (0.2, 2.0)
 APISERVER_BACK_TIMEOUT = 90.0
 
 FAULT_KINDS = ("apiserver-blackhole-one", "apiserver-blackhole-all", "apiserver-slow",
-               "apiserver-kill", "apiserver-etcd-kill", "replica-kill", "replica-kill-cut-off")
+               "apiserver-kill", "apiserver-etcd-kill", "replica-kill", "replica-kill-cut-off",
+               "apiserver-blackhole-leader", "leader-pause")
+LEASE_NS = "holdfast-system"
+LEASE_NAME = "holdfast-leader"
+PLURALS = ("gateways", "virtualservices", "routetables", "upstreams")
 
 PROFILES = {
-    # 14 faults (every kind twice), durations 1-4 s, except that the first
+    # 18 faults (every kind twice), durations 1-4 s, except that the first
     # blackhole of every replica lasts `incident` s: past holdfast's
     # detection of a silent watch (30 s watch timeout + 5 s), so the
     # replicas see the API server unreachable, as in the incident. About
     # 2-3 minutes on two busy cores, the API server's start-up included.
-    "short": dict(faults=14, min_dur=1.0, max_dur=4.0, long_share=0.0, proxies=30,
+    "short": dict(faults=18, min_dur=1.0, max_dur=4.0, long_share=0.0, proxies=30,
                   mid_fault_proxies=3, gap=1.0, delta_share=0.5, incident=40.0),
     # At least 200 faults; durations 1-120 s (a tenth of them long).
     # mid_fault_proxies: 3 round-robin, so new proxies reach every replica
@@ -107,6 +120,9 @@ class KubeReplica(Replica):
             "--admin-listen", "127.0.0.1:0",
             "--ports-file", self._ports_file,
             "--state-dir", self.state_dir,
+            "--lease-duration", f"{LEASE_DURATION:g}s",
+            "--renew-deadline", f"{RENEW_DEADLINE:g}s",
+            "--retry-period", f"{RETRY_PERIOD:g}s",
             *self._extra,
         ]
 
@@ -114,7 +130,7 @@ class KubeReplica(Replica):
 class KubeDeployment(Deployment):
     STORE = "kube"
     FAULT_KINDS = FAULT_KINDS
-    LEADERSHIP = False  # no Lease election in `serve --kubeconfig` yet
+    LEADERSHIP = True
 
     def check_prerequisites(self) -> None:
         self.kube_binaries = KubeBinaries.from_env()
@@ -124,12 +140,16 @@ class KubeDeployment(Deployment):
                              + ", ".join(missing))
 
     def start_store(self) -> None:
-        self.kube = KubeCluster(self.procs, self.out / "kube", self.kube_binaries, name="kube")
+        # JSON in etcd, never compacted: the history fencing is judged on.
+        self.kube = KubeCluster(self.procs, self.out / "kube", self.kube_binaries, name="kube",
+                                extra_args=["--storage-media-type=application/json",
+                                            "--etcd-compaction-interval=0"])
         self.kube.start()
         admin = self.kube.admin
         admin.apply(sorted((REPO / "deploy/crds").glob("*.yaml")))
         admin.wait_crds_established(CRDS)
-        admin.apply([REPO / "deploy/namespace.yaml", REPO / "deploy/rbac.yaml"])
+        admin.apply([REPO / "deploy/namespace.yaml", REPO / "deploy/rbac.yaml",
+                     REPO / "deploy/status-fencing.yaml"])
         self.kube.ensure_namespace(NS)
         self.history.add("kube", apiserver=self.kube.endpoint,
                          version=self.kube_binaries.version,
@@ -177,10 +197,17 @@ class KubeDeployment(Deployment):
         if kind == "apiserver-blackhole-all" and not getattr(self, "incident_done", False):
             self.incident_done = True
             dur = max(dur, self.profile.get("incident", 0.0))
-        if kind in ("apiserver-blackhole-one", "apiserver-blackhole-all"):
-            names = [self.rng.choice(self.names)] if kind.endswith("one") else list(self.names)
+        if kind in ("apiserver-blackhole-one", "apiserver-blackhole-all",
+                    "apiserver-blackhole-leader"):
+            if kind.endswith("all"):
+                names = list(self.names)
+            elif kind.endswith("leader"):
+                names = [leader or self.rng.choice(self.names)]
+            else:
+                names = [self.rng.choice(self.names)]
             target = names[0] if len(names) == 1 else "all"
-            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
+            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
+                             was_leader=leader == target)
             self.cut(fid, names)
             self.mid_fault(fid, target if len(names) == 1 else None)
             time.sleep(dur)
@@ -239,8 +266,33 @@ class KubeDeployment(Deployment):
         self.kube.wait_ready(timeout=APISERVER_BACK_TIMEOUT)
 
     def record_store_history(self) -> None:
-        """Statuses are not written on Kubernetes yet (no leader): nothing
-        to record for fencing."""
+        """Every version of the Lease and of the holdfast.dev objects in NS
+        that the API server's etcd holds (since revision 1: nothing is
+        compacted), as `kube_event`s in revision order: the Lease's holder
+        and term, and each object's status writer and content digest."""
+        prefix = self.kube.etcd_prefix
+        keys = {f"{prefix}/coordination.k8s.io/leases/{LEASE_NS}/{LEASE_NAME}": "lease"}
+        keys.update({f"{prefix}/holdfast.dev/{p}/{NS}/": "object" for p in PLURALS})
+        count = 0
+        for kv in etcd_history(self.kube.etcd.endpoints, prefix + "/"):
+            what = next((w for k, w in keys.items() if kv["key"].startswith(k)), None)
+            if what is None:
+                continue
+            event = {"rev": kv["mod_revision"], "key": kv["key"][len(prefix):], "what": what,
+                     "deleted": kv["value"] is None}
+            doc = json.loads(kv["value"]) if kv["value"] else {}
+            if what == "lease":
+                spec = doc.get("spec") or {}
+                event.update(holder=spec.get("holderIdentity", ""),
+                             term=spec.get("leaseTransitions", 0) + 1)
+            else:
+                status = doc.get("status") or {}
+                event.update(writer=status.get("writer"),
+                             status=hashlib.sha256(json.dumps(
+                                 status, sort_keys=True).encode()).hexdigest()[:16])
+            self.history.add("kube_event", **event)
+            count += 1
+        self.history.add("kube_history", events=count)
 
     def close_store(self) -> None:
         """The API server, then its etcd (the replicas have stopped, so no
@@ -249,3 +301,4 @@ class KubeDeployment(Deployment):
         kube = getattr(self, "kube", None)
         if kube is not None:
             kube.close()
+

@@ -73,14 +73,53 @@ def test_every_kube_check_fails_on_its_doctored_history():
     assert len(whats) == 3, whats
 
 
-def test_leader_checks_are_judged_once_the_run_elects():
-    """A Kubernetes run that records leadership gets leader_after_store
-    judged (fencing stays etcd's until statuses are written on Kubernetes)."""
+def kube_elected_history() -> list:
+    """kube_history() as a run that elects: a on the Lease in term 1 writes
+    two statuses, b takes over (term 2) and writes one; a spec write in
+    between keeps its status."""
+    t = 1000.0
     events = [dict(e, leadership=True) if e["kind"] == "run_start" else e
               for e in kube_history()]
-    assert set(checker.not_judged(events)) == {"fencing"}
-    res = {n: ok for n, ok, _ in checker.evaluate(events)}
-    assert res["leader_after_store"] is True
+
+    def ev(rev, **kw):
+        return {"t": t + 30 + rev / 100, "kind": "kube_event", "rev": rev, "deleted": False,
+                **kw}
+    lease = "/coordination.k8s.io/leases/holdfast-system/holdfast-leader"
+    obj = "/holdfast.dev/upstreams/chaos/alpha"
+    events += [ev(10, key=lease, what="lease", holder="a", term=1),
+               ev(11, key=obj, what="object", writer=None, status="s0"),
+               ev(12, key=obj, what="object", writer={"replica": "a", "term": 1}, status="s1"),
+               ev(13, key=lease, what="lease", holder="a", term=1),
+               ev(14, key=obj, what="object", writer={"replica": "a", "term": 1}, status="s1"),
+               ev(15, key=lease, what="lease", holder="b", term=2),
+               ev(16, key=obj, what="object", writer={"replica": "b", "term": 2}, status="s2"),
+               {"t": t + 31, "kind": "kube_history", "events": 7}]
+    return sorted(events, key=lambda e: e["t"])
+
+
+def test_leader_checks_are_judged_once_the_run_elects():
+    """A Kubernetes run that elects gets leader_after_store and fencing
+    judged, fencing on the API server's etcd history."""
+    events = kube_elected_history()
+    assert checker.not_judged(events) == {}
+    res = {n: (ok, d) for n, ok, d in checker.evaluate(events)}
+    assert res["leader_after_store"][0] is True, res["leader_after_store"]
+    assert res["fencing"] == (True, "2 status writes under 2 terms"), res["fencing"]
+
+
+def test_kube_fencing_fails_on_a_stale_or_unrecorded_write():
+    events = kube_elected_history()
+    doctored = [evs for n, _, evs in checker._doctor(events) if n == "fencing"]
+    assert doctored
+    for evs in doctored:
+        ok, detail = checker.check_fencing(evs)
+        assert not ok and "written as a term 1 while the Lease named ('b', 2)" in detail, detail
+    # A write before any Lease, and no history at all.
+    early = [dict(e, rev=9) if e["kind"] == "kube_event" and e["rev"] == 12 else e
+             for e in events]
+    assert not checker.check_fencing(early)[0]
+    assert not checker.check_fencing(
+        [e for e in events if not e["kind"].startswith("kube_")])[0]
 
 
 def test_kube_short_profile(tmp_path):

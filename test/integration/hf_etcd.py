@@ -821,3 +821,41 @@ def which_etcd() -> Optional[str]:
             return f"{path} not found (install Debian's etcd-server and etcd-client)"
     return None
 
+
+def etcd_history(endpoints, prefix: str, quiet: float = 3.0, limit: float = 120.0) -> list:
+    """Every event under `prefix` since revision 1, in revision order:
+    {key, mod_revision, create_revision, value (None for a delete)}: a watch
+    from revision 1, read until it has been silent for `quiet` seconds (etcd
+    replays history at once; call it when nothing writes any more), at most
+    `limit`. Needs a store that never compacted."""
+    proc = subprocess.Popen([ETCDCTL, f"--endpoints={','.join(endpoints)}", "watch", "--prefix",
+                             prefix, "--rev=1", "-w", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=etcdctl_env())
+    out = []
+    last = [time.monotonic()]
+
+    def read():
+        for raw in proc.stdout:
+            last[0] = time.monotonic()
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            for e in doc.get("Events") or []:
+                kv = e.get("kv", {})
+                deleted = e.get("type") == 1
+                out.append({"key": _b64(kv.get("key")).decode(errors="replace"),
+                            "mod_revision": int(kv.get("mod_revision", 0)),
+                            "create_revision": int(kv.get("create_revision", 0)),
+                            "value": None if deleted else
+                            _b64(kv.get("value")).decode(errors="replace")})
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    started = time.monotonic()
+    while time.monotonic() - last[0] < quiet and time.monotonic() - started < limit:
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait()
+    reader.join(timeout=5)
+    return sorted(out, key=lambda e: e["mod_revision"])

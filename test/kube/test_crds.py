@@ -426,48 +426,31 @@ def test_status_subresource_and_printer_columns(crds):
     assert columns.index("Serving-Last-Good") > 0
 
 
-# --- fencing by the API server (issue 16's mechanism, shape checked here) -----------------
+# --- fencing by the API server: deploy/status-fencing.yaml, on a Lease moved by hand ----------
 
-FENCING_POLICY = {
-    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-    "metadata": {"name": "holdfast-status-fencing-test"},
-    "spec": {
-        "failurePolicy": "Fail",
-        "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
-        "matchConstraints": {"resourceRules": [{
-            "apiGroups": ["holdfast.dev"], "apiVersions": ["v1"], "operations": ["UPDATE"],
-            "resources": [f"{r}/status" for r in ("gateways", "virtualservices", "routetables",
-                                                  "upstreams")]}],
-            "namespaceSelector": {"matchLabels": {"holdfast-fencing-test": "true"}}},
-        "validations": [{
-            "expression": "has(object.status) && has(object.status.writer) && "
-                          "has(params.spec.holderIdentity) && "
-                          "object.status.writer.replica == params.spec.holderIdentity && "
-                          "object.status.writer.term == params.spec.leaseTransitions",
-            "messageExpression": "'status written by ' + (has(object.status.writer) ? "
-                                 "object.status.writer.replica + ' in term ' + "
-                                 "string(object.status.writer.term) : 'nobody') + "
-                                 "', not by the current leader'",
-            "reason": "Forbidden"}],
-    },
-}
-FENCING_BINDING = {
-    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-    "metadata": {"name": "holdfast-status-fencing-test"},
-    "spec": {"policyName": "holdfast-status-fencing-test", "validationActions": ["Deny"],
-             "paramRef": {"name": "holdfast-leader", "namespace": "fencing-test",
-                          "parameterNotFoundAction": "Deny"}},
-}
+def fencing_manifests(ns: str):
+    """The shipped policy and binding, renamed and limited to namespace
+    `ns` (the shared cluster's other tests write statuses freely), with the
+    Lease in `ns` as parameter."""
+    policy, binding = [d for d in yaml.safe_load_all(
+        (REPO / "deploy/status-fencing.yaml").read_text()) if d]
+    policy["metadata"]["name"] = "holdfast-status-fencing-test"
+    policy["spec"]["matchConstraints"]["namespaceSelector"] = {
+        "matchLabels": {"holdfast-fencing-test": "true"}}
+    binding["metadata"]["name"] = "holdfast-status-fencing-test"
+    binding["spec"]["policyName"] = "holdfast-status-fencing-test"
+    binding["spec"]["paramRef"]["namespace"] = ns
+    return policy, binding
 
 
 def test_status_writer_lets_the_api_server_fence(crds):
     """The status carries the writer's identity and term so that the API
-    server itself can refuse a write from an ended term: here a
-    ValidatingAdmissionPolicy whose parameter is the Lease compares
-    status.writer with holderIdentity and leaseTransitions. (Shipping a
-    policy like it in deploy/ is issue 16's; this shows the shape allows
-    it.) The policy reads the Lease from an informer: a Lease change takes
-    effect after a short propagation delay, which the waits below allow."""
+    server itself refuses a write from an ended term: the policy of
+    deploy/status-fencing.yaml takes the Lease as parameter and compares
+    status.writer with holderIdentity and leaseTransitions + 1. It reads the
+    Lease from an informer: a Lease change takes effect after a short
+    propagation delay, which the waits below allow. (Replicas electing and
+    writing through it: test_status_fencing.py.)"""
     a = crds.admin
     ns = "fencing-test"
     a.apply({"apiVersion": "v1", "kind": "Namespace",
@@ -479,32 +462,33 @@ def test_status_writer_lets_the_api_server_fence(crds):
     a.apply(lease)
     a.apply({"apiVersion": API, "kind": "Upstream", "metadata": {"name": "u", "namespace": ns},
              "spec": {"hosts": [{"address": "10.0.0.1", "port": 80}]}})
-    a.apply([FENCING_POLICY, FENCING_BINDING])
+    policy, binding = fencing_manifests(ns)
+    a.apply([policy, binding])
     try:
         def write(replica, term):
             o = a.get(API, "Upstream", "u", ns)
             o["status"] = {"state": "Accepted", "writer": {"replica": replica, "term": term}}
             return a.request("PUT", a.object_path(o, "status"), o)
 
-        r = wait_for(lambda: write("holdfast-b", 3), lambda r: r.status == 403, timeout=30,
+        r = wait_for(lambda: write("holdfast-b", 4), lambda r: r.status == 403, timeout=30,
                      what="the fencing policy to refuse a non-holder", interval=0.2)
-        assert "status written by holdfast-b in term 3" in r.text(), r.text()
-        assert write("holdfast-a", 3).status == 200
-        assert write("holdfast-a", 2).status == 403, "an old term of the same replica"
+        assert "(holdfast-a, term 4); this one names holdfast-b, term 4" in r.text(), r.text()
+        assert write("holdfast-a", 4).status == 200
+        assert write("holdfast-a", 3).status == 403, "an old term of the same replica"
 
         # Leadership moves to b (one more transition): a's writes stop.
         held = a.get("coordination.k8s.io/v1", "Lease", "holdfast-leader", ns)
         held["spec"].update(holderIdentity="holdfast-b", leaseTransitions=4)
         a.update(held)
-        wait_for(lambda: write("holdfast-a", 3).status, lambda s: s == 403, timeout=30,
+        wait_for(lambda: write("holdfast-a", 4).status, lambda s: s == 403, timeout=30,
                  what="the ex-leader's status write to be refused", interval=0.2)
-        assert write("holdfast-b", 4).status == 200
+        assert write("holdfast-b", 5).status == 200
         # Specs are not fenced.
         o = a.get(API, "Upstream", "u", ns)
         o["spec"]["hosts"][0]["port"] = 81
         assert a.request("PUT", a.object_path(o), o).status == 200
     finally:
         a.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding",
-                 FENCING_BINDING["metadata"]["name"], None)
+                 binding["metadata"]["name"], None)
         a.delete("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy",
-                 FENCING_POLICY["metadata"]["name"], None)
+                 policy["metadata"]["name"], None)
