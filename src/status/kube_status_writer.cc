@@ -180,7 +180,11 @@ absl::Status KubeStatusWriter::WriteOne(const Leadership& leadership, const Obje
       return absl::OkStatus();
     }
     if (IsConflict(written.status()) && attempt + 1 < options_.max_conflicts) continue;
-    if (absl::IsPermissionDenied(written.status())) return FencedOr(leadership, written.status());
+    // The policy refuses with 403, or 422 when it cannot find the Lease
+    // (a schema refusal is 422 too: the Lease then still names us).
+    if (absl::IsPermissionDenied(written.status()) || absl::IsInvalidArgument(written.status())) {
+      return FencedOr(leadership, written.status());
+    }
     errors_->Increment();
     LogWarning("status: cannot write the status of %s: %s", key.ToString(),
                written.status().message());
@@ -214,8 +218,9 @@ nlohmann::json KubeStatusWriter::WithStatus(const Leadership& leadership,
 
 absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Status refused) {
   absl::StatusOr<LeaseStore::Versioned> lease = lease_->Get();
-  const bool ended = lease.ok() && (lease->record.holder_identity != options_.replica_id ||
-                                    lease->record.lease_transitions + 1 != leadership.term);
+  const bool ended = absl::IsNotFound(lease.status()) ||
+                     (lease.ok() && (lease->record.holder_identity != options_.replica_id ||
+                                     lease->record.lease_transitions + 1 != leadership.term));
   if (!ended) {
     errors_->Increment();
     LogWarning("status: the API server refused a status write of term %d though the Lease is "
@@ -224,9 +229,12 @@ absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Stat
     return refused;
   }
   fenced_->Increment();
-  LogWarning("status: the API server refused a write of term %d (the Lease now names %s, term "
-             "%d); stepping down",
-             leadership.term, lease->record.holder_identity, lease->record.lease_transitions + 1);
+  LogWarning("status: the API server refused a write of term %d (the Lease now names %s); "
+             "stepping down",
+             leadership.term,
+             lease.ok() ? absl::StrCat(lease->record.holder_identity, ", term ",
+                                       lease->record.lease_transitions + 1)
+                        : std::string("nobody: it is gone"));
   elector_->ReportFenced(leadership.term);
   term_ = 0;
   known_.clear();

@@ -32,10 +32,11 @@ nlohmann::json KubeStatusContent(const ObjectKey& key, const ObjectStatus& statu
 // what fences a paused ex-leader that resumes is the API server: the
 // ValidatingAdmissionPolicy of deploy/status-fencing.yaml refuses a status
 // whose writer is not the Lease's current holder and term. A refused write
-// (403) is told from a refusal for another reason (RBAC, a policy not
-// matching) by reading the Lease: if the term has ended it is counted as
-// fenced and reported to the elector, which steps down; otherwise it is an
-// error, retried with backoff.
+// (403, or 422 when the policy finds no Lease) is told from a refusal for
+// another reason (RBAC, a policy bound to another Lease, a schema error) by
+// reading the Lease: if the term has ended (or the Lease is gone) it is
+// counted as fenced and reported to the elector, which steps down;
+// otherwise it is an error, retried with backoff.
 //
 // Writes are PUTs conditioned on the resourceVersion just read (409: read
 // again). A status equal to the stored one (writer and transition times

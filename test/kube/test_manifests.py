@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from hf_kube import HOLDFAST_NAMESPACE, REPO
+from hf_wait import wait_for
 
 DEPLOY = REPO / "deploy"
 API = "holdfast.dev/v1"
@@ -176,10 +177,24 @@ def test_holdfast_rbac_in_practice(installed):
     a.apply(up)
     listed = h.list(API, "Upstream")
     assert "u" in [i["metadata"]["name"] for i in listed["items"]]
-    obj = h.get(API, "Upstream", "u", "rbac-test")
-    obj["status"] = {"state": "Accepted", "observedGeneration": obj["metadata"]["generation"],
-                     "writer": {"replica": "holdfast-0", "term": 1}}
-    written = h.update(obj, subresource="status")
+    # Take the Lease first: deploy/status-fencing.yaml admits a status
+    # only from its holder, in its term (leaseTransitions + 1).
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "holdfast-leader", "namespace": HOLDFAST_NAMESPACE},
+             "spec": {"holderIdentity": "holdfast-0", "leaseDurationSeconds": 15,
+                      "leaseTransitions": 0}}
+    created = h.create(lease)
+
+    def write_status():
+        obj = h.get(API, "Upstream", "u", "rbac-test")
+        obj["status"] = {"state": "Accepted",
+                         "observedGeneration": obj["metadata"]["generation"],
+                         "writer": {"replica": "holdfast-0", "term": 1}}
+        return h.request("PUT", h.object_path(obj, "status"), obj)
+    # The policy sees the new Lease after a short propagation delay.
+    r = wait_for(write_status, lambda r: r.status == 200, timeout=30,
+                 what="the Lease holder's status write", interval=0.2)
+    written = r.json()
     assert written["status"]["writer"] == {"replica": "holdfast-0", "term": 1}
     assert h.request("DELETE", h.path(API, "Upstream", "u", "rbac-test")).status == 403
     spec = dict(written)
@@ -187,15 +202,10 @@ def test_holdfast_rbac_in_practice(installed):
     assert h.request("PUT", h.object_path(spec), spec).status == 403
     assert a.get(API, "Upstream", "u", "rbac-test")["spec"] == up["spec"]
 
-    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-             "metadata": {"name": "holdfast-leader", "namespace": HOLDFAST_NAMESPACE},
-             "spec": {"holderIdentity": "holdfast-0", "leaseDurationSeconds": 15,
-                      "leaseTransitions": 0}}
-    created = h.create(lease)
     created["spec"]["leaseTransitions"] = 1
     assert h.update(created)["spec"]["leaseTransitions"] == 1
     assert h.request("DELETE", h.object_path(created)).status == 403
-    r = h.request("POST", f"/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
+    r = h.request("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)
     assert r.status == 403
 
 
