@@ -271,7 +271,9 @@ class KubeDeployment(Deployment):
         compacted), as `kube_event`s in revision order: the Lease's holder
         and term, and each object's status writer and content digest."""
         prefix = self.kube.etcd_prefix
-        keys = {f"{prefix}/coordination.k8s.io/leases/{LEASE_NS}/{LEASE_NAME}": "lease"}
+        # Built-in kinds are stored under their resource alone; custom
+        # resources under GROUP/RESOURCE.
+        keys = {f"{prefix}/leases/{LEASE_NS}/{LEASE_NAME}": "lease"}
         keys.update({f"{prefix}/holdfast.dev/{p}/{NS}/": "object" for p in PLURALS})
         count = 0
         for kv in etcd_history(self.kube.etcd.endpoints, prefix + "/"):
