@@ -195,6 +195,11 @@ void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
     services.push_back({{"name", name}});
   }
   json spec = {{"port", port.port}, {"virtualServices", services}};
+  if (services.empty()) {
+    // No route attached yet: the listener serves 404s. A Kubernetes label
+    // key cannot contain ':', so this selects nothing.
+    spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
+  }
   if (port.tls != nullptr) {
     const SecretRef& ref = *port.tls->certificate;
     const TlsSecret& secret = input.secrets.at(ServiceKey{port.tls->certificate_ns, ref.name});

@@ -91,9 +91,21 @@ absl::Status FakeKubeApi::TakeFailure(Call call) {
   return status;
 }
 
+void FakeKubeApi::SetServed(const KubeResource& resource, bool served) {
+  absl::MutexLock lock(&mu_);
+  if (served) {
+    not_served_.erase(resource.Path(""));
+  } else {
+    not_served_.insert(resource.Path(""));
+  }
+}
+
 absl::StatusOr<KubeList> FakeKubeApi::List(const KubeResource& resource, const std::string& ns) {
   absl::MutexLock lock(&mu_);
   if (absl::Status failed = TakeFailure(Call::kList); !failed.ok()) return failed;
+  if (not_served_.contains(resource.Path(""))) {
+    return absl::NotFoundError(absl::StrCat("HTTP 404: ", resource.Path(ns), " not found"));
+  }
   KubeList list;
   list.resource_version = absl::StrCat(version_);
   for (const auto& [key, object] : stores_[resource.Path("")].objects) {
@@ -111,6 +123,9 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status failed = TakeFailure(Call::kWatch); !failed.ok()) return failed;
+    if (not_served_.contains(resource.Path(""))) {
+      return absl::NotFoundError(absl::StrCat("HTTP 404: ", resource.Path(request.ns), " not found"));
+    }
     if (!absl::SimpleAtoi(request.resource_version, &from)) from = version_;
     if (from < compacted_) {
       return absl::OutOfRangeError(

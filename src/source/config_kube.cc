@@ -207,7 +207,8 @@ bool KubeConfigSource::AllSynced() {
   }
   for (const auto& reflector : reflectors_) {
     Reflector::Health h = reflector->health();
-    const std::string& resource = reflector->options().resource.resource;
+    const KubeResource& of = reflector->options().resource;
+    const std::string resource = of.ApiVersion() + " " + of.resource;
     if (h.synced) {
       missing_logged_.erase(resource);  // served now: log again if it goes
       continue;
