@@ -184,7 +184,11 @@ void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
     std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
       return PrecedenceKey(a) < PrecedenceKey(b);
     });
-    json spec = {{"domains", {host}}, {"routes", json::array()}};
+    // Clients of a port other than 80 and 443 send it in the Host header,
+    // which Envoy matches as it is; the Gateway API ignores the port.
+    json domains = {host};
+    if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
+    json spec = {{"domains", domains}, {"routes", json::array()}};
     std::set<ObjectKey> sources;
     for (const PlacedRoute& r : sorted) {
       spec["routes"].push_back(r.spec);

@@ -198,7 +198,16 @@ RouteRule ReadRule(JsonReader& r, bool grpc) {
   });
   if (rule.matches.empty()) rule.matches.emplace_back();
   r.List("filters", [&](JsonReader& f) { rule.filters.push_back(ReadFilter(f)); });
-  r.List("backendRefs", [&](JsonReader& b) { rule.backends.push_back(ReadBackendRef(b)); });
+  r.List("backendRefs", [&](JsonReader& b) {
+    rule.backends.push_back(ReadBackendRef(b));
+    const nlohmann::json& filters = JsonField(b.node(), "filters");
+    if (filters.is_array() && !filters.empty() && rule.unsupported_field.empty()) {
+      rule.unsupported_field = b.PathOf("filters");
+    }
+  });
+  for (const char* field : {"retry", "sessionPersistence"}) {
+    if (r.Has(field) && rule.unsupported_field.empty()) rule.unsupported_field = r.PathOf(field);
+  }
   r.Object("timeouts", [&](JsonReader& t) {
     std::string value;
     if (t.String("request", &value)) rule.request_timeout = value;
@@ -268,7 +277,10 @@ Route ParseRoute(const nlohmann::json& object, bool grpc) {
   r.List("rules", [&](JsonReader& rule) { route.rules.push_back(ReadRule(rule, grpc)); });
   if (!JsonField(spec, "rules").is_array()) {
     // No rules: one rule that matches everything and has no backend.
-    route.rules.push_back(RouteRule{{RouteMatch{}}, {}, {}, {}, {}, "spec"});
+    RouteRule everything;
+    everything.matches.emplace_back();
+    everything.path = "spec";
+    route.rules.push_back(std::move(everything));
   }
   return route;
 }

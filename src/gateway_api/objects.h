@@ -154,6 +154,9 @@ struct RouteRule {
   std::vector<BackendRef> backends;
   std::optional<std::string> request_timeout;          // Gateway API duration
   std::optional<std::string> backend_request_timeout;  // Gateway API duration
+  // The first field holdfast does not implement (retry, sessionPersistence,
+  // a backendRef's filters), if any: the rule is then not served.
+  std::string unsupported_field;
   std::string path;  // "spec.rules[i]"
 };
 

@@ -168,6 +168,11 @@ void AddBackends(const Route& route, const RouteRule& rule, const GatewayApiInpu
 
 ConvertedRule ConvertRule(const Route& route, const RouteRule& rule, const GatewayApiInput& input) {
   ConvertedRule out;
+  if (!rule.unsupported_field.empty()) {
+    const std::string& field = rule.unsupported_field;
+    out.unsupported = Unsupported(field, field.substr(field.rfind('.') + 1));
+    return out;
+  }
   json action = json::object();
   AddBackends(route, rule, input, action, out);
   if (rule.request_timeout) action["options"]["timeout"] = *rule.request_timeout;

@@ -96,7 +96,8 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
-  EXPECT_EQ(spec.domains, std::vector<std::string>{"shop.example.com"});
+  EXPECT_EQ(spec.domains,
+            (std::vector<std::string>{"shop.example.com", "shop.example.com:8080"}));
   ASSERT_EQ(spec.routes.size(), 1u);
   EXPECT_EQ(spec.routes[0].match.path.value, "/shop");
   EXPECT_EQ(spec.routes[0].match.methods, std::vector<std::string>{"GET"});
@@ -240,8 +241,10 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
                     {"backendRefs", {Backend("web", 80)}}};
   json mirror = PrefixRule("/m", {Backend("web", 80)});
   mirror["filters"] = {{{"type", "RequestMirror"}, {"requestMirror", {{"backendRef", Backend("api", 9000)}}}}};
+  json retry = PrefixRule("/r", {Backend("web", 80)});
+  retry["retry"] = {{"attempts", 2}};
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"},
-                         {PrefixRule("/", {Backend("web", 80)}), bad_regex, mirror}));
+                         {PrefixRule("/", {Backend("web", 80)}), bad_regex, mirror, retry}));
   json broken = RouteJson("HTTPRoute", "shop", "broken", nullptr, json::array());
   broken["spec"]["hostnames"] = "not-a-list";
   AddHttpRoute(broken);
@@ -252,8 +255,11 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   EXPECT_TRUE(absl::StrContains(partially.message, "spec.rules[1]")) << partially.message;
   EXPECT_TRUE(RouteCondition("store", "Accepted").status);
   const auto& problems = Status(kHttpRouteKind, "shop", "store").problems;
-  ASSERT_EQ(problems.size(), 2u);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].path, "spec.rules[1]");
+  EXPECT_TRUE(absl::StrContains(problems[0].message, "regex")) << problems[0].message;
   EXPECT_EQ(problems[1].path, "spec.rules[2].filters[0].type");
+  EXPECT_EQ(problems[2].path, "spec.rules[3].retry");
   const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 1u);
