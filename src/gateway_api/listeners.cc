@@ -30,6 +30,10 @@ ListenerStatus InitialStatus(const Listener& listener) {
            absl::StrCat("protocol ", listener.protocol, " is not supported (HTTP, HTTPS)"));
     return status;
   }
+  if (listener.port == 0) {  // missing or invalid: spec.listeners[i].port says why
+    Refuse(status, "Accepted", "PortUnavailable", "no valid port");
+    return status;
+  }
   if (listener.kinds.empty()) {
     status.supported_kinds = {{kGroup, "HTTPRoute"}, {kGroup, "GRPCRoute"}};
   }

@@ -33,8 +33,11 @@ void SetProgrammed(GatewayApiStatus& status, const StatusMap& translated,
   }
   for (const ObjectKey* key : made) {
     auto it = translated.find(*key);
-    if (it == translated.end() || it->second.state != StatusState::kRejected) continue;
-    const std::string why = it->second.reasons.empty() ? "rejected" : it->second.reasons[0].message;
+    if (it != translated.end() && it->second.state != StatusState::kRejected) continue;
+    // Not translated at all: it did not decode (the Gateway's problems say why).
+    const std::string why = it == translated.end()      ? key->name + " could not be built"
+                            : it->second.reasons.empty() ? "rejected"
+                                                         : it->second.reasons[0].message;
     programmed = {"Programmed", false, "Invalid", why};
     for (ListenerStatus& listener : status.listeners) {
       SetCondition(listener.conditions, {"Programmed", false, "Invalid", why});

@@ -337,6 +337,23 @@ TEST_F(GatewayApiConvertTest, ListenerConflictsAndUnsupportedProtocols) {
       << "the older Gateway keeps its port";
 }
 
+TEST_F(GatewayApiConvertTest, MistypedGatewayFieldIsNamed) {
+  json listener = HttpListener("http", 9000);
+  listener["port"] = "nine";
+  AddGateway(GatewayJson("infra", "broken", {listener}));
+  Run();
+  const GatewayApiStatus& broken = Status(kGatewayKind, "infra", "broken");
+  ASSERT_FALSE(broken.problems.empty());
+  EXPECT_EQ(broken.problems[0].path, "spec.listeners[0].port");
+  EXPECT_FALSE(FindCondition(broken.conditions, "Accepted")->status);
+  EXPECT_FALSE(FindCondition(broken.conditions, "Programmed")->status);
+  const ObjectStatus& debug = debug_.at(ObjectKey{kGatewayKind, "infra", "broken"});
+  EXPECT_EQ(debug.state, StatusState::kRejected);
+  EXPECT_EQ(debug.reasons[0].path, "spec.listeners[0].port");
+  EXPECT_TRUE(FindCondition(Status(kGatewayKind, "infra", "gw").conditions, "Programmed")->status)
+      << "the valid Gateway keeps being served";
+}
+
 TEST_F(GatewayApiConvertTest, HttpsListenerCertificates) {
   json https = {{"name", "https"}, {"port", 8443}, {"protocol", "HTTPS"},
                 {"tls", {{"certificateRefs", {{{"name", "cert"}, {"namespace", "certs"}}}}}}};
