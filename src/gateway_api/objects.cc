@@ -153,6 +153,17 @@ Filter ReadFilter(JsonReader& r) {
     d.Uint("port", &filter.port, 1, kMaxPort);
     d.Uint("statusCode", &filter.status_code, 300, 399);
   });
+  r.Object("cors", [&](JsonReader& c) {
+    Cors cors;
+    c.StringList("allowOrigins", &cors.allow_origins);
+    c.StringList("allowMethods", &cors.allow_methods);
+    c.StringList("allowHeaders", &cors.allow_headers);
+    c.StringList("exposeHeaders", &cors.expose_headers);
+    const nlohmann::json& credentials = JsonField(c.node(), "allowCredentials");
+    cors.allow_credentials = credentials.is_boolean() && credentials.get<bool>();
+    c.Uint("maxAge", &cors.max_age, 1, 86400 * 365);
+    filter.cors = std::move(cors);
+  });
   r.Object("urlRewrite", [&](JsonReader& u) {
     u.String("hostname", &filter.hostname);
     ReadPathModifier(u, &filter.path);

@@ -124,8 +124,18 @@ struct PathModifier {
   std::string value;
 };
 
+struct Cors {
+  std::vector<std::string> allow_origins;  // "*" or scheme://host[:port], host may be *.domain
+  std::vector<std::string> allow_methods;
+  std::vector<std::string> allow_headers;
+  std::vector<std::string> expose_headers;
+  bool allow_credentials = false;
+  uint32_t max_age = 5;  // seconds, the API's default
+};
+
 struct Filter {
   std::string type;
+  std::optional<Cors> cors;
   HeaderModifier headers;  // Request/ResponseHeaderModifier
   // RequestRedirect
   std::string scheme;

@@ -2,6 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "re2/re2.h"
 #include "src/gateway_api/reference_grants.h"
 #include "src/gateway_api/synthesized_names.h"
 
@@ -67,6 +69,29 @@ json HeaderEditsJson(const HeaderModifier& modifier) {
   return out;
 }
 
+// The Gateway API's origins ("*", or scheme://host[:port] where the host
+// may start with "*.") as holdfast's exact origins and regexes.
+json CorsJson(const Cors& cors) {
+  json out = {{"allowCredentials", cors.allow_credentials},
+              {"maxAge", absl::StrCat(cors.max_age, "s")}};
+  for (const std::string& origin : cors.allow_origins) {
+    if (origin.find('*') == std::string::npos) {
+      out["allowOrigins"].push_back(origin);
+      continue;
+    }
+    std::string regex = RE2::QuoteMeta(origin);
+    absl::StrReplaceAll({{"\\*", "[^/]+"}}, &regex);
+    if (origin == "*") regex = ".*";
+    out["allowOriginRegexes"].push_back(regex);
+  }
+  for (const auto& [field, values] : {std::pair{"allowMethods", &cors.allow_methods},
+                                      std::pair{"allowHeaders", &cors.allow_headers},
+                                      std::pair{"exposeHeaders", &cors.expose_headers}}) {
+    if (!values->empty()) out[field] = *values;
+  }
+  return out;
+}
+
 FieldError Unsupported(const std::string& path, const std::string& what) {
   return {path, absl::StrCat(what, " is not supported by holdfast; the rule is not served"), {}};
 }
@@ -88,6 +113,8 @@ std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& ma
           filter.path->value;
     }
     route["redirect"] = redirect;
+  } else if (filter.type == "CORS" && filter.cors && !filter.cors->allow_origins.empty()) {
+    route["options"]["cors"] = CorsJson(*filter.cors);
   } else if (filter.type == "URLRewrite") {
     if (!filter.hostname.empty()) route["options"]["hostRewrite"] = filter.hostname;
     if (filter.path) {

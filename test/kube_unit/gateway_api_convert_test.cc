@@ -85,6 +85,11 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   rule["matches"][0]["method"] = "GET";
   rule["filters"] = {{{"type", "RequestHeaderModifier"},
                       {"requestHeaderModifier", {{"set", {{{"name", "x-via"}, {"value", "gw"}}}}}}}};
+  rule["filters"].push_back({{"type", "CORS"},
+                             {"cors",
+                              {{"allowOrigins", {"https://shop.example.com", "https://*.example.org"}},
+                               {"allowMethods", {"GET"}},
+                               {"maxAge", 60}}}});
   rule["timeouts"] = {{"request", "10s"}, {"backendRequest", "2s"}};
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {rule},
                          {{{"name", "gw"}, {"namespace", "infra"}}}));
@@ -104,6 +109,13 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   EXPECT_EQ(spec.routes[0].options.timeout, absl::Seconds(10));
   ASSERT_TRUE(spec.routes[0].options.retries.has_value());
   EXPECT_EQ(spec.routes[0].options.retries->per_try_timeout, absl::Seconds(2));
+  ASSERT_TRUE(spec.routes[0].options.cors.has_value());
+  const CorsPolicy& cors = *spec.routes[0].options.cors;
+  ASSERT_EQ(cors.allow_origins.size(), 2u);
+  EXPECT_EQ(cors.allow_origins[0].value, "https://shop.example.com");
+  EXPECT_EQ(cors.allow_origins[1].kind, StringMatch::Kind::kRegex);
+  EXPECT_EQ(cors.allow_origins[1].value, "https\\:\\/\\/[^/]+\\.example\\.org");
+  EXPECT_EQ(cors.max_age, absl::Seconds(60));
   ASSERT_NE(Object(kind::kUpstream, "shop", "gateway-api:web:80"), nullptr);
 
   EXPECT_TRUE(HasResource("Listener", "gateway/infra/gateway-api:gw:8080"));
