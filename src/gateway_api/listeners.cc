@@ -172,8 +172,12 @@ std::vector<ServedListener> PlanListeners(const std::vector<const Gateway*>& gat
       candidates.push_back(candidate);
     }
     MarkConflicts(*gateway, candidates);
-    for (const ServedListener& candidate : candidates) {
-      if (Served(*candidate.status) && !gateway->has_addresses) served.push_back(candidate);
+    for (ServedListener& candidate : candidates) {
+      if (gateway->has_addresses) {
+        SetCondition(candidate.status->conditions,
+                     {"Programmed", false, "Invalid", "the Gateway is not accepted"});
+      }
+      if (Served(*candidate.status)) served.push_back(candidate);
     }
     SetGatewayConditions(*gateway, status);
   }

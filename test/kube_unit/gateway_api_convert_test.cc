@@ -140,6 +140,44 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   }
 }
 
+TEST_F(GatewayApiConvertTest, FiltersBecomeRedirectsAndRewrites) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json redirect = PrefixRule("/old", json::array());
+  redirect["filters"] = {{{"type", "RequestRedirect"},
+                          {"requestRedirect",
+                           {{"scheme", "https"},
+                            {"hostname", "new.example.com"},
+                            {"statusCode", 301},
+                            {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/new"}}}}}}};
+  json rewrite = PrefixRule("/api", {Backend("api", 9000)});
+  rewrite["filters"] = {{{"type", "URLRewrite"},
+                         {"urlRewrite",
+                          {{"hostname", "internal"},
+                           {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/v2"}}}}}},
+                        {{"type", "ResponseHeaderModifier"},
+                         {"responseHeaderModifier", {{"remove", {"server"}}}}}};
+  json full = PrefixRule("/full", {Backend("api", 9000)});
+  full["filters"] = {{{"type", "URLRewrite"},
+                      {"urlRewrite", {{"path", {{"type", "ReplaceFullPath"}, {"replaceFullPath", "/x"}}}}}}};
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {redirect, rewrite, full}));
+  Run();
+  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  ASSERT_EQ(routes.size(), 2u) << "ReplaceFullPath on a prefix match is dropped";
+  const Redirect& r = std::get<Redirect>(routes[0].action);  // same length: rule order
+  EXPECT_TRUE(r.https);
+  EXPECT_EQ(r.host, "new.example.com");
+  EXPECT_EQ(r.code, 301u);
+  EXPECT_EQ(r.prefix_rewrite, "/new");
+  EXPECT_EQ(routes[1].options.host_rewrite, "internal");
+  EXPECT_EQ(routes[1].options.prefix_rewrite, "/v2");
+  EXPECT_EQ(routes[1].options.response_headers.remove, std::vector<std::string>{"server"});
+  EXPECT_EQ(RouteCondition("store", "PartiallyInvalid").message,
+            "spec.rules[2].filters[0].urlRewrite.path: ReplaceFullPath on a match other than an "
+            "Exact path is not supported by holdfast; the rule is not served");
+}
+
 TEST_F(GatewayApiConvertTest, GatewaysOfOtherClassesAreIgnored) {
   json other = GatewayJson("infra", "theirs", {HttpListener("http", 9090)});
   other["spec"]["gatewayClassName"] = "other";
