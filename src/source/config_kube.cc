@@ -45,6 +45,9 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
   for (const KubeResource& resource : {GatewayClassesResource(), NamespacesResource()}) {
     gateway_api_reflectors_[resource.resource].push_back(AddReflector(resource, "", api, random));
   }
+  for (const auto& [resource, reflectors] : gateway_api_reflectors_) {
+    optional_.insert(reflectors.begin(), reflectors.end());
+  }
   collector_ = metrics_->AddCollector([this](MetricWriter& out) {
     SourceHealth now = health();
     out.Sample("holdfast_store_connected", "1 while the config store answers", "gauge", {},
@@ -97,7 +100,8 @@ SourceHealth KubeConfigSource::health() const {
   health.synced_once = applied_once_;
   for (const auto& reflector : reflectors_) {
     Reflector::Health h = reflector->health();
-    if (h.not_found) continue;  // a Gateway API CRD not installed: not an outage
+    // A Gateway API CRD not installed is not an outage.
+    if (h.not_found && optional_.contains(reflector.get())) continue;
     int64_t version = 0;
     if (absl::SimpleAtoi(h.resource_version, &version)) {
       health.revision = std::max(health.revision, version);
@@ -201,10 +205,6 @@ void KubeConfigSource::ApplyIfChanged() {
 }
 
 bool KubeConfigSource::AllSynced() {
-  std::set<const Reflector*> optional;
-  for (const auto& [resource, reflectors] : gateway_api_reflectors_) {
-    optional.insert(reflectors.begin(), reflectors.end());
-  }
   for (const auto& reflector : reflectors_) {
     Reflector::Health h = reflector->health();
     const KubeResource& of = reflector->options().resource;
@@ -213,7 +213,7 @@ bool KubeConfigSource::AllSynced() {
       missing_logged_.erase(resource);  // served now: log again if it goes
       continue;
     }
-    if (!optional.contains(reflector.get()) || !h.not_found) return false;
+    if (!optional_.contains(reflector.get()) || !h.not_found) return false;
     if (missing_logged_.insert(resource).second) {
       LogInfo("kubernetes: %s not served (%s): Gateway API CRDs not installed? translating "
               "without them; listing again every few seconds",

@@ -124,6 +124,7 @@ class KubeConfigSource : public ConfigSource {
   // Gateway API resources and namespaces, by resource name; optional: a
   // 404 means "not installed".
   std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
+  std::set<const Reflector*> optional_;  // the same reflectors, as a set
   std::set<std::string> missing_logged_;  // the apply thread only
   ServiceDiscovery discovery_;  // the apply thread only
   Poller applier_;
