@@ -72,8 +72,8 @@ ParentAttachment Attach(const Route& route, const ParentRef& parent, const Gatew
                                absl::StrCat("no served listener admits ", route.short_kind(),
                                             "s from namespace ", route.meta.ns));
   } else if (out.attachments.empty()) {
-    out.accepted = NotAccepted("NoMatchingListenerHostname",
-                               "no hostname in common with the listeners");
+    out.accepted =
+        NotAccepted("NoMatchingListenerHostname", "no hostname in common with the listeners");
   }
   return out;
 }

@@ -40,8 +40,8 @@ struct RouteParentStatus {
 struct GatewayApiStatus {
   ObjectKey key;  // kind: k*Kind of objects.h
   int64_t generation = 0;
-  std::vector<Condition> conditions;      // GatewayClass, Gateway
-  std::vector<ListenerStatus> listeners;  // Gateway
+  std::vector<Condition> conditions;       // GatewayClass, Gateway
+  std::vector<ListenerStatus> listeners;   // Gateway
   std::vector<RouteParentStatus> parents;  // routes
   // Problems with field paths, for /debug/status and the log.
   std::vector<FieldError> problems;

@@ -37,11 +37,13 @@ struct Port {
   uint32_t port;
   const ServedListener* tls = nullptr;
   std::map<std::string, std::vector<PlacedRoute>> hosts;  // hostname -> routes
-  std::set<ObjectKey> sources;  // the Gateway and its routes
+  std::set<ObjectKey> sources;                            // the Gateway and its routes
 };
 using Ports = std::map<std::pair<ObjectKey, uint32_t>, Port>;
 
-ObjectKey KeyOf(const Gateway& gateway) { return {kGatewayKind, gateway.meta.ns, gateway.meta.name}; }
+ObjectKey KeyOf(const Gateway& gateway) {
+  return {kGatewayKind, gateway.meta.ns, gateway.meta.name};
+}
 
 // The Gateway API's precedence: exact paths, then regular expressions
 // (implementation-specific: holdfast puts them before prefixes), then the
@@ -68,7 +70,8 @@ std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<j
     return std::nullopt;
   }
   const FieldError& first = errors.errors().front();
-  return FieldError{rule.path, absl::StrCat(first.message, " (as holdfast's ", first.path, ")"), {}};
+  return FieldError{
+      rule.path, absl::StrCat(first.message, " (as holdfast's ", first.path, ")"), {}};
 }
 
 // Converts the rules of `route`; sets its ResolvedRefs and, when rules are
@@ -84,7 +87,8 @@ std::vector<std::vector<json>> ConvertRules(const Route& route, const GatewayApi
     if (!converted.unsupported) converted.unsupported = CheckRoutes(rule, converted.routes);
     for (const BackendProblem& problem : converted.backend_problems) {
       status.problems.push_back(problem.error);
-      if (resolved.status) resolved = {"ResolvedRefs", false, problem.reason, problem.error.message};
+      if (resolved.status)
+        resolved = {"ResolvedRefs", false, problem.reason, problem.error.message};
     }
     if (converted.unsupported) {
       status.problems.push_back(*converted.unsupported);
@@ -161,8 +165,8 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
   PlaceRoute(route, parents, rules, ports, attached);
 }
 
-void Emit(const std::string& kind, const std::string& ns, const std::string& name,
-          const json& spec, const std::set<ObjectKey>& sources, Conversion& out) {
+void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
+          const std::set<ObjectKey>& sources, Conversion& out) {
   FieldErrors errors;
   std::optional<GatewayObject> object = DecodeHoldfastObject(kind, ns, name, spec, &errors);
   const ObjectKey key{kind, ns, name};

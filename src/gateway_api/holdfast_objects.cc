@@ -6,8 +6,7 @@ namespace holdfast::gateway_api {
 
 std::optional<GatewayObject> DecodeHoldfastObject(const std::string& kind, const std::string& ns,
                                                   const std::string& name,
-                                                  const nlohmann::json& spec,
-                                                  FieldErrors* errors) {
+                                                  const nlohmann::json& spec, FieldErrors* errors) {
   const nlohmann::json doc = {{"apiVersion", "holdfast.dev/v1"},
                               {"kind", kind},
                               {"metadata", {{"name", "synthesized"}, {"namespace", ns}}},

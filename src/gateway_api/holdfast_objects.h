@@ -17,7 +17,6 @@ namespace holdfast::gateway_api {
 // from users' objects). Errors go to `errors`, paths as the decoder's.
 std::optional<GatewayObject> DecodeHoldfastObject(const std::string& kind, const std::string& ns,
                                                   const std::string& name,
-                                                  const nlohmann::json& spec,
-                                                  FieldErrors* errors);
+                                                  const nlohmann::json& spec, FieldErrors* errors);
 
 }  // namespace holdfast::gateway_api

@@ -41,9 +41,9 @@ ListenerStatus InitialStatus(const Listener& listener) {
     if (Supported(kind)) {
       status.supported_kinds.push_back(kind);
     } else {
-      SetCondition(status.conditions, {"ResolvedRefs", false, "InvalidRouteKinds",
-                                       absl::StrCat("route kind ", kind.group, "/", kind.kind,
-                                                    " is not supported")});
+      SetCondition(status.conditions,
+                   {"ResolvedRefs", false, "InvalidRouteKinds",
+                    absl::StrCat("route kind ", kind.group, "/", kind.kind, " is not supported")});
     }
   }
   if (status.supported_kinds.empty()) {

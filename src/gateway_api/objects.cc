@@ -271,8 +271,8 @@ Gateway ParseGateway(const nlohmann::json& object) {
   const nlohmann::json& spec = JsonField(object, "spec");
   JsonReader r(spec, "spec", &gateway.errors);
   r.String("gatewayClassName", &gateway.class_name, true);
-  gateway.has_addresses = JsonField(spec, "addresses").is_array() &&
-                          !JsonField(spec, "addresses").empty();
+  gateway.has_addresses =
+      JsonField(spec, "addresses").is_array() && !JsonField(spec, "addresses").empty();
   r.List("listeners", [&](JsonReader& l) { gateway.listeners.push_back(ReadListener(l)); });
   return gateway;
 }

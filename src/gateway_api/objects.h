@@ -91,7 +91,7 @@ struct ParentRef {
   std::string ns;  // "" : the route's
   std::string name;
   std::string section_name;
-  uint32_t port = 0;  // 0: any
+  uint32_t port = 0;   // 0: any
   nlohmann::json raw;  // as written, for status.parents[].parentRef
 };
 
@@ -139,7 +139,7 @@ struct Filter {
   HeaderModifier headers;  // Request/ResponseHeaderModifier
   // RequestRedirect
   std::string scheme;
-  std::string hostname;  // also URLRewrite
+  std::string hostname;              // also URLRewrite
   std::optional<PathModifier> path;  // also URLRewrite
   uint32_t port = 0;
   uint32_t status_code = 302;

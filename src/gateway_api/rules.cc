@@ -97,8 +97,7 @@ FieldError Unsupported(const std::string& path, const std::string& what) {
 }
 
 // Applies one filter to the route template; returns why it cannot be.
-std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& match,
-                                      json& route) {
+std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& match, json& route) {
   const std::string& at = filter.path_in_route;
   if (filter.type == "RequestHeaderModifier") {
     route["options"]["requestHeaders"] = HeaderEditsJson(filter.headers);
@@ -137,17 +136,20 @@ std::optional<BackendProblem> ResolveBackend(const Route& route, const BackendRe
   const std::string ns = ref.ns.empty() ? route.meta.ns : ref.ns;
   const std::string id = absl::StrCat(ns, "/", ref.name);
   if (!ref.group.empty() || ref.kind != "Service") {
-    return BackendProblem{"InvalidKind",
-                          {ref.path, absl::StrCat("kind ", ref.group, "/", ref.kind,
-                                                  " is not supported (core Service only)"), {}}};
+    return BackendProblem{
+        "InvalidKind",
+        {ref.path,
+         absl::StrCat("kind ", ref.group, "/", ref.kind, " is not supported (core Service only)"),
+         {}}};
   }
   if (!ReferenceGrants(input.grants)
            .Permits({kGroup, route.short_kind(), route.meta.ns}, {"", "Service", ns, ref.name})) {
-    return BackendProblem{"RefNotPermitted",
-                          {ref.path + ".namespace",
-                           absl::StrCat("no ReferenceGrant in namespace ", ns, " allows ",
-                                        route.short_kind(), "s from ", route.meta.ns,
-                                        " to reference Service ", ref.name), {}}};
+    return BackendProblem{
+        "RefNotPermitted",
+        {ref.path + ".namespace",
+         absl::StrCat("no ReferenceGrant in namespace ", ns, " allows ", route.short_kind(),
+                      "s from ", route.meta.ns, " to reference Service ", ref.name),
+         {}}};
   }
   auto service = input.services.find(ServiceKey{ns, ref.name});
   if (service == input.services.end()) {
@@ -157,9 +159,9 @@ std::optional<BackendProblem> ResolveBackend(const Route& route, const BackendRe
   bool has_port = false;
   for (const DiscoveredServicePort& port : service->second.ports) has_port |= port.port == ref.port;
   if (!has_port) {
-    return BackendProblem{"BackendNotFound",
-                          {ref.path + ".port",
-                           absl::StrCat("Service ", id, " has no port ", ref.port), {}}};
+    return BackendProblem{
+        "BackendNotFound",
+        {ref.path + ".port", absl::StrCat("Service ", id, " has no port ", ref.port), {}}};
   }
   *out = BackendService{ns, ref.name, ref.port, route.grpc()};
   return std::nullopt;

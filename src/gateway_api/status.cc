@@ -35,7 +35,7 @@ void SetProgrammed(GatewayApiStatus& status, const StatusMap& translated,
     auto it = translated.find(*key);
     if (it != translated.end() && it->second.state != StatusState::kRejected) continue;
     // Not translated at all: it did not decode (the Gateway's problems say why).
-    const std::string why = it == translated.end()      ? key->name + " could not be built"
+    const std::string why = it == translated.end()       ? key->name + " could not be built"
                             : it->second.reasons.empty() ? "rejected"
                                                          : it->second.reasons[0].message;
     programmed = {"Programmed", false, "Invalid", why};
@@ -83,7 +83,8 @@ json ListenersJson(const GatewayApiStatus& status, const json& current, const st
   json out = json::array();
   for (const ListenerStatus& l : status.listeners) {
     json kinds = json::array();
-    for (const GroupKind& k : l.supported_kinds) kinds.push_back({{"group", k.group}, {"kind", k.kind}});
+    for (const GroupKind& k : l.supported_kinds)
+      kinds.push_back({{"group", k.group}, {"kind", k.kind}});
     const json& old = NamedEntry(JsonField(current, "listeners"), "name", l.name);
     out.push_back({{"name", l.name},
                    {"supportedKinds", kinds},
@@ -112,11 +113,11 @@ json ParentsJson(const GatewayApiStatus& status, const json& current, const std:
         }
       }
     }
-    out.push_back({{"parentRef", p.parent_ref},
-                   {"controllerName", kControllerName},
-                   {"conditions", ConditionsJson(p.conditions,
-                                                 old ? JsonField(*old, "conditions") : json(),
-                                                 status.generation, now)}});
+    out.push_back(
+        {{"parentRef", p.parent_ref},
+         {"controllerName", kControllerName},
+         {"conditions", ConditionsJson(p.conditions, old ? JsonField(*old, "conditions") : json(),
+                                       status.generation, now)}});
   }
   return out;
 }

@@ -124,7 +124,8 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
     absl::MutexLock lock(&mu_);
     if (absl::Status failed = TakeFailure(Call::kWatch); !failed.ok()) return failed;
     if (not_served_.contains(resource.Path(""))) {
-      return absl::NotFoundError(absl::StrCat("HTTP 404: ", resource.Path(request.ns), " not found"));
+      return absl::NotFoundError(
+          absl::StrCat("HTTP 404: ", resource.Path(request.ns), " not found"));
     }
     if (!absl::SimpleAtoi(request.resource_version, &from)) from = version_;
     if (from < compacted_) {

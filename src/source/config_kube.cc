@@ -38,8 +38,7 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
     service_reflectors_.push_back(AddReflector(ServicesResource(), ns, api, random));
     slice_reflectors_.push_back(AddReflector(EndpointSlicesResource(), ns, api, random));
     for (const KubeResource& resource : NamespacedGatewayApiResources()) {
-      gateway_api_reflectors_[resource.resource].push_back(
-          AddReflector(resource, ns, api, random));
+      gateway_api_reflectors_[resource.resource].push_back(AddReflector(resource, ns, api, random));
     }
   }
   for (const KubeResource& resource : {GatewayClassesResource(), NamespacesResource()}) {
@@ -215,9 +214,10 @@ bool KubeConfigSource::AllSynced() {
     }
     if (!optional_.contains(reflector.get()) || !h.not_found) return false;
     if (missing_logged_.insert(resource).second) {
-      LogInfo("kubernetes: %s not served (%s): Gateway API CRDs not installed? translating "
-              "without them; listing again every few seconds",
-              resource, h.last_error);
+      LogInfo(
+          "kubernetes: %s not served (%s): Gateway API CRDs not installed? translating "
+          "without them; listing again every few seconds",
+          resource, h.last_error);
     }
   }
   return true;

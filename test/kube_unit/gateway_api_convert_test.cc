@@ -83,13 +83,15 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   json rule = PrefixRule("/shop/", {Backend("web", 80, 3), Backend("api", 9000, 1)});
   rule["matches"][0]["headers"] = {{{"name", "x-user"}, {"value", "a"}}};
   rule["matches"][0]["method"] = "GET";
-  rule["filters"] = {{{"type", "RequestHeaderModifier"},
-                      {"requestHeaderModifier", {{"set", {{{"name", "x-via"}, {"value", "gw"}}}}}}}};
-  rule["filters"].push_back({{"type", "CORS"},
-                             {"cors",
-                              {{"allowOrigins", {"https://shop.example.com", "https://*.example.org"}},
-                               {"allowMethods", {"GET"}},
-                               {"maxAge", 60}}}});
+  rule["filters"] = {
+      {{"type", "RequestHeaderModifier"},
+       {"requestHeaderModifier", {{"set", {{{"name", "x-via"}, {"value", "gw"}}}}}}}};
+  rule["filters"].push_back(
+      {{"type", "CORS"},
+       {"cors",
+        {{"allowOrigins", {"https://shop.example.com", "https://*.example.org"}},
+         {"allowMethods", {"GET"}},
+         {"maxAge", 60}}}});
   rule["timeouts"] = {{"request", "10s"}, {"backendRequest", "2s"}};
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {rule},
                          {{{"name", "gw"}, {"namespace", "infra"}}}));
@@ -98,11 +100,11 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   Run();
 
   ASSERT_NE(Object(kind::kGateway, "infra", "gateway-api:gw:8080"), nullptr);
-  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
-  EXPECT_EQ(spec.domains,
-            (std::vector<std::string>{"shop.example.com", "shop.example.com:8080"}));
+  EXPECT_EQ(spec.domains, (std::vector<std::string>{"shop.example.com", "shop.example.com:8080"}));
   ASSERT_EQ(spec.routes.size(), 1u);
   EXPECT_EQ(spec.routes[0].match.path.value, "/shop");
   EXPECT_EQ(spec.routes[0].match.methods, std::vector<std::string>{"GET"});
@@ -125,7 +127,8 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   EXPECT_TRUE(absl::StrContains(routes, "x-via")) << routes;
   EXPECT_TRUE(HasResource("Cluster", "shop/gateway-api:web:80"));
 
-  EXPECT_TRUE(FindCondition(Status(kGatewayClassKind, "", "holdfast").conditions, "Accepted")->status);
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayClassKind, "", "holdfast").conditions, "Accepted")->status);
   EXPECT_FALSE(statuses_.contains(ObjectKey{kGatewayClassKind, "", "other"}));
   const GatewayApiStatus& gateway = Status(kGatewayKind, "infra", "gw");
   EXPECT_TRUE(FindCondition(gateway.conditions, "Accepted")->status);
@@ -143,25 +146,29 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
 TEST_F(GatewayApiConvertTest, FiltersBecomeRedirectsAndRewrites) {
   input_.gateways[0].listeners[0].from = Listener::From::kAll;
   json redirect = PrefixRule("/old", json::array());
-  redirect["filters"] = {{{"type", "RequestRedirect"},
-                          {"requestRedirect",
-                           {{"scheme", "https"},
-                            {"hostname", "new.example.com"},
-                            {"statusCode", 301},
-                            {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/new"}}}}}}};
+  redirect["filters"] = {
+      {{"type", "RequestRedirect"},
+       {"requestRedirect",
+        {{"scheme", "https"},
+         {"hostname", "new.example.com"},
+         {"statusCode", 301},
+         {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/new"}}}}}}};
   json rewrite = PrefixRule("/api", {Backend("api", 9000)});
-  rewrite["filters"] = {{{"type", "URLRewrite"},
-                         {"urlRewrite",
-                          {{"hostname", "internal"},
-                           {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/v2"}}}}}},
-                        {{"type", "ResponseHeaderModifier"},
-                         {"responseHeaderModifier", {{"remove", {"server"}}}}}};
+  rewrite["filters"] = {
+      {{"type", "URLRewrite"},
+       {"urlRewrite",
+        {{"hostname", "internal"},
+         {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/v2"}}}}}},
+      {{"type", "ResponseHeaderModifier"}, {"responseHeaderModifier", {{"remove", {"server"}}}}}};
   json full = PrefixRule("/full", {Backend("api", 9000)});
-  full["filters"] = {{{"type", "URLRewrite"},
-                      {"urlRewrite", {{"path", {{"type", "ReplaceFullPath"}, {"replaceFullPath", "/x"}}}}}}};
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {redirect, rewrite, full}));
+  full["filters"] = {
+      {{"type", "URLRewrite"},
+       {"urlRewrite", {{"path", {{"type", "ReplaceFullPath"}, {"replaceFullPath", "/x"}}}}}}};
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {redirect, rewrite, full}));
   Run();
-  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
   ASSERT_EQ(routes.size(), 2u) << "ReplaceFullPath on a prefix match is dropped";
@@ -182,8 +189,8 @@ TEST_F(GatewayApiConvertTest, GatewaysOfOtherClassesAreIgnored) {
   json other = GatewayJson("infra", "theirs", {HttpListener("http", 9090)});
   other["spec"]["gatewayClassName"] = "other";
   AddGateway(other);
-  AddHttpRoute(RouteJson("HTTPRoute", "infra", "r", nullptr, {PrefixRule("/", {Backend("web", 80)})},
-                         {{{"name", "theirs"}}}));
+  AddHttpRoute(RouteJson("HTTPRoute", "infra", "r", nullptr,
+                         {PrefixRule("/", {Backend("web", 80)})}, {{{"name", "theirs"}}}));
   Run();
   EXPECT_FALSE(statuses_.contains(ObjectKey{kGatewayKind, "infra", "theirs"}));
   EXPECT_FALSE(statuses_.contains(ObjectKey{kHttpRouteKind, "infra", "r"}));
@@ -191,7 +198,8 @@ TEST_F(GatewayApiConvertTest, GatewaysOfOtherClassesAreIgnored) {
 }
 
 TEST_F(GatewayApiConvertTest, AllowedRoutesSameNamespaceRefusesOthers) {
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
   Run();
   Condition accepted = RouteCondition("store", "Accepted");
   EXPECT_FALSE(accepted.status);
@@ -206,7 +214,8 @@ TEST_F(GatewayApiConvertTest, AllowedRoutesSelectorAndKinds) {
   listener.selector.match_labels = {{"gateway", "yes"}};
   input_.namespace_labels["shop"] = {{"gateway", "yes"}};
   input_.namespace_labels["other"] = {{"gateway", "no"}};
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
   json elsewhere = RouteJson("HTTPRoute", "other", "x", nullptr, {PrefixRule("/", json::array())});
   AddHttpRoute(elsewhere);
   Run();
@@ -237,9 +246,9 @@ TEST_F(GatewayApiConvertTest, SectionNameAndPortSelectListeners) {
   input_.gateways[0].listeners[0].from = Listener::From::kAll;
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "a", nullptr, {PrefixRule("/", {Backend("web", 80)})},
                          {{{"name", "gw"}, {"namespace", "infra"}, {"sectionName", "nope"}}}));
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "b", nullptr, {PrefixRule("/", {Backend("web", 80)})},
-                         {{{"name", "gw"}, {"namespace", "infra"}, {"sectionName", "http"},
-                           {"port", 8080}}}));
+  AddHttpRoute(RouteJson(
+      "HTTPRoute", "shop", "b", nullptr, {PrefixRule("/", {Backend("web", 80)})},
+      {{{"name", "gw"}, {"namespace", "infra"}, {"sectionName", "http"}, {"port", 8080}}}));
   Run();
   EXPECT_EQ(RouteCondition("a", "Accepted").reason, "NoMatchingParent");
   EXPECT_EQ(RouteCondition("b", "Accepted").reason, "Accepted");
@@ -263,7 +272,8 @@ TEST_F(GatewayApiConvertTest, CrossNamespaceBackendNeedsAReferenceGrant) {
   EXPECT_EQ(debug.reasons[0].path, "spec.rules[0].backendRefs[0].namespace");
   EXPECT_EQ(debug.location.file, "kubernetes:HTTPRoute/shop/store");
 
-  input_.grants.push_back(ParseReferenceGrant(GrantJson("payments", "HTTPRoute", "shop", "Service")));
+  input_.grants.push_back(
+      ParseReferenceGrant(GrantJson("payments", "HTTPRoute", "shop", "Service")));
   Run();
   EXPECT_TRUE(RouteCondition("store", "ResolvedRefs").status);
   EXPECT_NE(Object(kind::kUpstream, "payments", "gateway-api:pay:443"), nullptr);
@@ -271,12 +281,14 @@ TEST_F(GatewayApiConvertTest, CrossNamespaceBackendNeedsAReferenceGrant) {
 
 TEST_F(GatewayApiConvertTest, MissingOrInvalidBackends) {
   input_.gateways[0].listeners[0].from = Listener::From::kAll;
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "gone", nullptr, {PrefixRule("/", {Backend("nothere", 80)})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "gone", nullptr, {PrefixRule("/", {Backend("nothere", 80)})}));
   json bucket = Backend("bucket", 80);
   bucket["group"] = "storage.example.com";
   bucket["kind"] = "Bucket";
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "kind", nullptr, {PrefixRule("/", {bucket})}));
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "port", nullptr, {PrefixRule("/", {Backend("web", 81)})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "port", nullptr, {PrefixRule("/", {Backend("web", 81)})}));
   Run();
   EXPECT_EQ(RouteCondition("gone", "ResolvedRefs").reason, "BackendNotFound");
   EXPECT_EQ(RouteCondition("kind", "ResolvedRefs").reason, "InvalidKind");
@@ -290,7 +302,8 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   json bad_regex = {{"matches", {{{"path", {{"type", "RegularExpression"}, {"value", "/(x"}}}}}},
                     {"backendRefs", {Backend("web", 80)}}};
   json mirror = PrefixRule("/m", {Backend("web", 80)});
-  mirror["filters"] = {{{"type", "RequestMirror"}, {"requestMirror", {{"backendRef", Backend("api", 9000)}}}}};
+  mirror["filters"] = {
+      {{"type", "RequestMirror"}, {"requestMirror", {{"backendRef", Backend("api", 9000)}}}}};
   json retry = PrefixRule("/r", {Backend("web", 80)});
   retry["retry"] = {{"attempts", 2}};
   AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"},
@@ -310,7 +323,8 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   EXPECT_TRUE(absl::StrContains(problems[0].message, "regex")) << problems[0].message;
   EXPECT_EQ(problems[1].path, "spec.rules[2].filters[0].type");
   EXPECT_EQ(problems[2].path, "spec.rules[3].retry");
-  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 1u);
 
@@ -318,7 +332,8 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   EXPECT_FALSE(accepted.status);
   EXPECT_EQ(accepted.reason, "UnsupportedValue");
   EXPECT_TRUE(absl::StartsWith(accepted.message, "spec.hostnames: ")) << accepted.message;
-  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "broken"}).reasons[0].path, "spec.hostnames");
+  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "broken"}).reasons[0].path,
+            "spec.hostnames");
 }
 
 TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
@@ -331,7 +346,8 @@ TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
                          {PrefixRule("/a", {Backend("api", 9000)}), exact}, nullptr,
                          "2026-02-01T00:00:00Z"));
   Run();
-  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
   const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
   ASSERT_EQ(routes.size(), 3u);
@@ -343,12 +359,14 @@ TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
 
 TEST_F(GatewayApiConvertTest, GrpcRouteReachesProxylessClients) {
   input_.gateways[0].listeners[0].from = Listener::From::kAll;
-  json rule = {{"matches", {{{"method", {{"service", "shop.Cart"}, {"method", "Add"}}}},
-                            {{"method", {{"service", "shop.Orders"}}}}}},
+  json rule = {{"matches",
+                {{{"method", {{"service", "shop.Cart"}, {"method", "Add"}}}},
+                 {{"method", {{"service", "shop.Orders"}}}}}},
                {"backendRefs", {Backend("api", 9000)}}};
   AddGrpcRoute(RouteJson("GRPCRoute", "shop", "cart", {"grpc.example.com"}, {rule}));
   Run();
-  const GatewayObject* vs = Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:grpc.example.com");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:grpc.example.com");
   ASSERT_NE(vs, nullptr);
   const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
   ASSERT_EQ(routes.size(), 2u);
@@ -359,15 +377,16 @@ TEST_F(GatewayApiConvertTest, GrpcRouteReachesProxylessClients) {
   ASSERT_NE(upstream, nullptr);
   EXPECT_EQ(std::get<UpstreamSpec>(upstream->spec).http2, true);
   EXPECT_TRUE(HasResource("Listener", "grpc.example.com"));
-  std::string grpc = ResourceText("RouteConfiguration",
-                                  "grpc/infra/gateway-api:gw:8080:grpc.example.com");
+  std::string grpc =
+      ResourceText("RouteConfiguration", "grpc/infra/gateway-api:gw:8080:grpc.example.com");
   EXPECT_TRUE(absl::StrContains(grpc, "shop/gateway-api:h2:api:9000")) << grpc;
   EXPECT_TRUE(RouteCondition("cart", "Accepted", kGrpcRouteKind).status);
 }
 
 TEST_F(GatewayApiConvertTest, ListenerConflictsAndUnsupportedProtocols) {
   AddGateway(GatewayJson("infra", "gw2",
-                         {HttpListener("a", 9000, "x.example.com"), HttpListener("b", 9000, "x.example.com"),
+                         {HttpListener("a", 9000, "x.example.com"),
+                          HttpListener("b", 9000, "x.example.com"),
                           {{"name", "tcp"}, {"port", 9001}, {"protocol", "TCP"}},
                           HttpListener("taken", 8080)},
                          "2026-03-01T00:00:00Z"));
@@ -382,8 +401,9 @@ TEST_F(GatewayApiConvertTest, ListenerConflictsAndUnsupportedProtocols) {
   const Condition* accepted = FindCondition(gw2.conditions, "Accepted");
   EXPECT_TRUE(accepted->status);
   EXPECT_EQ(accepted->reason, "ListenersNotValid");
-  EXPECT_TRUE(FindCondition(Status(kGatewayKind, "infra", "gw").listeners[0].conditions,
-                            "Programmed")->status)
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayKind, "infra", "gw").listeners[0].conditions, "Programmed")
+          ->status)
       << "the older Gateway keeps its port";
 }
 
@@ -405,34 +425,40 @@ TEST_F(GatewayApiConvertTest, MistypedGatewayFieldIsNamed) {
 }
 
 TEST_F(GatewayApiConvertTest, HttpsListenerCertificates) {
-  json https = {{"name", "https"}, {"port", 8443}, {"protocol", "HTTPS"},
+  json https = {{"name", "https"},
+                {"port", 8443},
+                {"protocol", "HTTPS"},
                 {"tls", {{"certificateRefs", {{{"name", "cert"}, {"namespace", "certs"}}}}}}};
   AddGateway(GatewayJson("infra", "secure", {https}));
   input_.secrets[ServiceKey{"certs", "cert"}] = {"CERT", "KEY"};
   Run();
-  EXPECT_EQ(FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions,
-                          "ResolvedRefs")->reason,
-            "RefNotPermitted");
+  EXPECT_EQ(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->reason,
+      "RefNotPermitted");
   input_.grants.push_back(ParseReferenceGrant(GrantJson("certs", "Gateway", "infra", "Secret")));
   Run();
-  EXPECT_TRUE(FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions,
-                            "ResolvedRefs")->status);
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->status);
   const GatewayObject* gw = Object(kind::kGateway, "infra", "gateway-api:secure:8443");
   ASSERT_NE(gw, nullptr);
   ASSERT_TRUE(std::get<GatewaySpec>(gw->spec).tls.has_value());
   EXPECT_NE(Object(kind::kSecret, "infra", "gateway-api:secret:certs:cert"), nullptr);
-  EXPECT_TRUE(absl::StrContains(ResourceText("Listener", "gateway/infra/gateway-api:secure:8443"),
-                                "CERT"));
+  EXPECT_TRUE(
+      absl::StrContains(ResourceText("Listener", "gateway/infra/gateway-api:secure:8443"), "CERT"));
   input_.secrets.clear();
   Run();
-  EXPECT_EQ(FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions,
-                          "ResolvedRefs")->reason,
-            "InvalidCertificateRef");
+  EXPECT_EQ(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->reason,
+      "InvalidCertificateRef");
 }
 
 TEST_F(GatewayApiConvertTest, StatusJsonFollowsTheConventions) {
   input_.gateways[0].listeners[0].from = Listener::From::kAll;
-  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
   Run();
   const absl::Time t1 = absl::FromUnixSeconds(1767225600);  // 2026-01-01
   const absl::Time t2 = t1 + absl::Hours(1);

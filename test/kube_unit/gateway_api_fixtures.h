@@ -39,8 +39,7 @@ inline json GatewayJson(const std::string& ns, const std::string& name, json lis
           {"spec", {{"gatewayClassName", "holdfast"}, {"listeners", std::move(listeners)}}}};
 }
 
-inline json Backend(const std::string& name, int port, int weight = 1,
-                    const std::string& ns = "") {
+inline json Backend(const std::string& name, int port, int weight = 1, const std::string& ns = "") {
   json b = {{"name", name}, {"port", port}, {"weight", weight}};
   if (!ns.empty()) b["namespace"] = ns;
   return b;

@@ -85,9 +85,8 @@ class GatewayApiSourceTest : public ::testing::Test {
     json listener = HttpListener("http", 8080, "*.example.com");
     listener["allowedRoutes"] = {{"namespaces", {{"from", "All"}}}};
     api_.Put(Resource("gateways"), GatewayJson("infra", "gw", {listener}));
-    api_.Put(Resource("httproutes"),
-             RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"},
-                       {PrefixRule("/", {Backend("web", 80)})}));
+    api_.Put(Resource("httproutes"), RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"},
+                                               {PrefixRule("/", {Backend("web", 80)})}));
   }
 
   FakeKubeApi api_;
@@ -106,8 +105,8 @@ TEST_F(GatewayApiSourceTest, GatewayApiObjectsAreServedWithTheirStatuses) {
   Start();
   ASSERT_TRUE(Eventually([&] { return Serves(kListener, "gateway/infra/gateway-api:gw:8080"); }));
   EXPECT_TRUE(Serves(kListener, "shop.example.com")) << "gRPC API listener";
-  ASSERT_TRUE(Eventually(
-      [&] { return Serves(kEndpoints, "shop/gateway-api:web:80", "192.0.2.7"); }));
+  ASSERT_TRUE(
+      Eventually([&] { return Serves(kEndpoints, "shop/gateway-api:web:80", "192.0.2.7"); }));
   std::optional<ObjectStatus> route = StatusOf({gateway_api::kHttpRouteKind, "shop", "store"});
   ASSERT_TRUE(route.has_value());
   EXPECT_EQ(route->state, StatusState::kAccepted);
@@ -125,11 +124,11 @@ TEST_F(GatewayApiSourceTest, BadRouteIsNamedWhileValidRoutesKeepServing) {
                        {PrefixRule("/", {Backend("web", 80, 1, "shop")})});
   bad["spec"]["rules"][0]["matches"][0]["path"]["type"] = "Glob";
   api_.Put(Resource("httproutes"), bad);
-  api_.Put(Resource("httproutes"),
-           RouteJson("HTTPRoute", "other", "cross", {"cross.example.com"},
-                     {PrefixRule("/", {Backend("web", 80, 1, "shop")})}));
+  api_.Put(Resource("httproutes"), RouteJson("HTTPRoute", "other", "cross", {"cross.example.com"},
+                                             {PrefixRule("/", {Backend("web", 80, 1, "shop")})}));
   Start();
-  ASSERT_TRUE(Eventually([&] { return StatusOf({gateway_api::kHttpRouteKind, "other", "cross"}).has_value(); }));
+  ASSERT_TRUE(Eventually(
+      [&] { return StatusOf({gateway_api::kHttpRouteKind, "other", "cross"}).has_value(); }));
   ObjectStatus cross = *StatusOf({gateway_api::kHttpRouteKind, "other", "cross"});
   EXPECT_EQ(cross.state, StatusState::kWarning);
   EXPECT_EQ(cross.reasons[0].path, "spec.rules[0].backendRefs[0].namespace");
@@ -137,8 +136,8 @@ TEST_F(GatewayApiSourceTest, BadRouteIsNamedWhileValidRoutesKeepServing) {
   EXPECT_EQ(broken.state, StatusState::kRejected);
   EXPECT_EQ(broken.reasons[0].path, "spec.rules[0].matches[0].path.type");
   EXPECT_TRUE(Serves(kListener, "shop.example.com"));
-  EXPECT_TRUE(Eventually(
-      [&] { return Serves(kEndpoints, "shop/gateway-api:web:80", "192.0.2.7"); }));
+  EXPECT_TRUE(
+      Eventually([&] { return Serves(kEndpoints, "shop/gateway-api:web:80", "192.0.2.7"); }));
 }
 
 TEST_F(GatewayApiSourceTest, MissingCrdsDoNotHoldTranslationBack) {
