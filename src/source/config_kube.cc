@@ -37,7 +37,9 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
     }
     service_reflectors_.push_back(AddReflector(ServicesResource(), ns, api, random));
     slice_reflectors_.push_back(AddReflector(EndpointSlicesResource(), ns, api, random));
-    for (const KubeResource& resource : NamespacedGatewayApiResources()) {
+    std::vector<KubeResource> optional = NamespacedGatewayApiResources();
+    optional.push_back(TlsSecretsResource());
+    for (const KubeResource& resource : optional) {
       gateway_api_reflectors_[resource.resource].push_back(AddReflector(resource, ns, api, random));
     }
   }
@@ -99,8 +101,9 @@ SourceHealth KubeConfigSource::health() const {
   health.synced_once = applied_once_;
   for (const auto& reflector : reflectors_) {
     Reflector::Health h = reflector->health();
-    // A Gateway API CRD not installed is not an outage.
-    if (h.not_found && optional_.contains(reflector.get())) continue;
+    // A Gateway API CRD not installed, or Secrets not readable, is not an
+    // outage.
+    if ((h.not_found || h.refused) && optional_.contains(reflector.get())) continue;
     int64_t version = 0;
     if (absl::SimpleAtoi(h.resource_version, &version)) {
       health.revision = std::max(health.revision, version);
@@ -212,12 +215,12 @@ bool KubeConfigSource::AllSynced() {
       missing_logged_.erase(resource);  // served now: log again if it goes
       continue;
     }
-    if (!optional_.contains(reflector.get()) || !h.not_found) return false;
+    if (!optional_.contains(reflector.get()) || !(h.not_found || h.refused)) return false;
     if (missing_logged_.insert(resource).second) {
-      LogInfo(
-          "kubernetes: %s not served (%s): Gateway API CRDs not installed? translating "
-          "without them; listing again every few seconds",
-          resource, h.last_error);
+      LogInfo("kubernetes: %s %s (%s): translating without them; listing again every few seconds",
+              resource,
+              h.not_found ? "not served: Gateway API CRDs not installed?" : "not readable (RBAC)",
+              h.last_error);
     }
   }
   return true;

@@ -48,7 +48,9 @@ std::string KubeLocation(const std::string& kind, const std::string& ns, const s
 // Their CRDs may not be installed: a Gateway API resource the server does
 // not serve (404) counts as empty and does not hold translation back; it is
 // logged once and listed again with the reflector's backoff, so CRDs
-// installed later are picked up.
+// installed later are picked up. TLS Secrets (for HTTPS listeners) are
+// reflected the same way, and also count as empty while RBAC refuses them
+// (403: holdfast-tls-secrets is bound per namespace).
 // An object that does not decode is Rejected and its last accepted version
 // stays in service. API server failures never stop the source: reflectors
 // retry with backoff and keep what they hold, and health() says the store

@@ -1,5 +1,6 @@
 #include "src/source/kube_gateway_api.h"
 
+#include "absl/strings/escaping.h"
 #include "src/gateway_api/objects.h"
 #include "src/kube/json_fields.h"
 
@@ -18,6 +19,10 @@ std::vector<KubeResource> NamespacedGatewayApiResources() {
 
 KubeResource NamespacesResource() { return {"", "v1", "namespaces", "Namespace"}; }
 
+KubeResource TlsSecretsResource() {
+  return {"", "v1", "secrets", "Secret", "type=kubernetes.io/tls"};
+}
+
 std::optional<KubeResource> GatewayApiResourceOf(const std::string& status_kind) {
   const std::map<std::string, KubeResource> by_kind = {
       {gateway_api::kGatewayClassKind, GatewayClassesResource()},
@@ -30,6 +35,19 @@ std::optional<KubeResource> GatewayApiResourceOf(const std::string& status_kind)
 }
 
 namespace {
+
+// The certificate and key of a kubernetes.io/tls Secret (base64 in
+// `data`), or nullopt when either is missing or not base64.
+std::optional<gateway_api::TlsSecret> TlsSecretOf(const nlohmann::json& secret) {
+  const nlohmann::json& data = JsonField(secret, "data");
+  gateway_api::TlsSecret out;
+  if (!absl::Base64Unescape(JsonString(data, "tls.crt"), &out.certificate) ||
+      !absl::Base64Unescape(JsonString(data, "tls.key"), &out.private_key) ||
+      out.certificate.empty() || out.private_key.empty()) {
+    return std::nullopt;
+  }
+  return out;
+}
 
 const KubeObjects& Of(const KubeObjectsByResource& objects, const std::string& resource) {
   static const KubeObjects kNone;
@@ -59,6 +77,9 @@ gateway_api::GatewayApiInput GatewayApiInputOf(const KubeObjectsByResource& obje
   }
   for (const auto& [key, o] : Of(objects, "namespaces")) {
     input.namespace_labels[o->name] = gateway_api::ParseMeta(o->object).labels;
+  }
+  for (const auto& [key, o] : Of(objects, "secrets")) {
+    if (auto secret = TlsSecretOf(o->object)) input.secrets[ServiceKey{o->ns, o->name}] = *secret;
   }
   input.services = std::move(services);
   return input;

@@ -21,6 +21,9 @@ std::vector<KubeResource> NamespacedGatewayApiResources();
 // core/v1 namespaces (cluster-scoped): their labels, for allowedRoutes
 // selectors.
 KubeResource NamespacesResource();
+// core/v1 Secrets of type kubernetes.io/tls only (a field selector): the
+// certificates of HTTPS listeners.
+KubeResource TlsSecretsResource();
 // The API resource a Gateway API status is about (its kind, as in
 // gateway_api::k*Kind), for a status writer; nullopt for other kinds.
 std::optional<KubeResource> GatewayApiResourceOf(const std::string& status_kind);

@@ -140,6 +140,35 @@ TEST_F(GatewayApiSourceTest, BadRouteIsNamedWhileValidRoutesKeepServing) {
       Eventually([&] { return Serves(kEndpoints, "shop/gateway-api:web:80", "192.0.2.7"); }));
 }
 
+TEST_F(GatewayApiSourceTest, HttpsListenerTerminatesWithATlsSecret) {
+  const KubeResource secrets{"", "v1", "secrets", "Secret"};
+  auto secret = [](const std::string& name, const std::string& type) {
+    return json{{"metadata", {{"namespace", "infra"}, {"name", name}}},
+                {"type", type},
+                {"data", {{"tls.crt", "Q0VSVC1QRU0="}, {"tls.key", "S0VZLVBFTQ=="}}}};
+  };
+  api_.Put(secrets, secret("cert", "kubernetes.io/tls"));
+  api_.Put(secrets, secret("opaque", "Opaque"));
+  api_.Put(GatewayClassesResource(), ClassJson("holdfast"));
+  auto https = [](const std::string& name, int port, const std::string& cert) {
+    return json{{"name", name},
+                {"port", port},
+                {"protocol", "HTTPS"},
+                {"tls", {{"certificateRefs", {{{"name", cert}}}}}}};
+  };
+  api_.Put(Resource("gateways"),
+           GatewayJson("infra", "secure", {https("a", 8443, "cert"), https("b", 9443, "opaque")}));
+  Start();
+  ASSERT_TRUE(Eventually(
+      [&] { return Serves(kListener, "gateway/infra/gateway-api:secure:8443", "CERT-PEM"); }));
+  gateway_api::GatewayApiStatuses statuses = source_->gateway_api_statuses();
+  const auto& gateway = statuses.at({gateway_api::kGatewayKind, "infra", "secure"});
+  EXPECT_EQ(gateway_api::FindCondition(gateway.listeners[1].conditions, "ResolvedRefs")->reason,
+            "InvalidCertificateRef")
+      << "only Secrets of type kubernetes.io/tls are read";
+  EXPECT_FALSE(Serves(kListener, "gateway/infra/gateway-api:secure:9443"));
+}
+
 TEST_F(GatewayApiSourceTest, MissingCrdsDoNotHoldTranslationBack) {
   for (const KubeResource& r : GatewayApiResources()) api_.SetServed(r, false);
   api_.Put(kUpstreams, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
