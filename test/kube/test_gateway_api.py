@@ -9,6 +9,7 @@ from them; a route with a backendRef to a missing Service and one with a
 cross-namespace backendRef no ReferenceGrant allows get the Gateway API
 condition at /debug/status, while the valid routes keep being served."""
 
+import base64
 import json
 
 import yaml
@@ -201,4 +202,48 @@ def test_serves_without_gateway_api_crds(kube, procs, tmp_path):
     wait_state(admin, "Upstream", "api", "Accepted", ns="apps", timeout=TIMEOUT)
     wait_for(lambda: served(admin), lambda now: (CLA, "apps/api") in now, timeout=TIMEOUT,
              what="the upstream served")
+    assert holdfast.stop() == 0
+
+
+def test_https_listener_terminates_with_a_tls_secret(kube, kube_binaries, procs, tmp_path):
+    """An HTTPS listener's certificate from a kubernetes.io/tls Secret, read
+    with deploy/rbac.yaml's per-namespace Secret access: holdfast watches
+    holdfast-system (where holdfast-tls-secrets is bound) and infra (where
+    it is not: Secrets there are refused, which holds nothing back)."""
+    install(kube, kube_binaries)
+    pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n")
+    key = base64.b64encode(b"-----BEGIN PRIVATE KEY-----\nTEST\n-----END PRIVATE KEY-----\n")
+    kube.admin.apply([
+        {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+         "metadata": {"name": "web-tls", "namespace": "holdfast-system"},
+         "data": {"tls.crt": pem.decode(), "tls.key": key.decode()}},
+        {"apiVersion": GW_API, "kind": "Gateway",
+         "metadata": {"name": "secure", "namespace": "holdfast-system"},
+         "spec": {"gatewayClassName": "holdfast",
+                  "listeners": [{"name": "https", "port": 8443, "protocol": "HTTPS",
+                                 "tls": {"certificateRefs": [{"name": "web-tls"}]}}]}},
+        {"apiVersion": GW_API, "kind": "Gateway",
+         "metadata": {"name": "plain", "namespace": "infra"},
+         "spec": {"gatewayClassName": "holdfast",
+                  "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}},
+    ])
+    binaries = Binaries.from_env()
+    ports_file = tmp_path / "ports.json"
+    holdfast = procs.start("holdfast", [
+        binaries.holdfast, "serve", "--kubeconfig", kube.kubeconfig("holdfast"),
+        "--watch-namespace", "holdfast-system", "--watch-namespace", "infra",
+        "--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+        "--ports-file", ports_file], env=environ_without_grpc())
+    ports = json.loads(wait_for_file(ports_file, holdfast, START_TIMEOUT))
+    admin = Admin(int(ports["admin"]))
+    # Warning, not Accepted: no route is attached, so every request gets 404.
+    for ns, name in (("holdfast-system", "secure"), ("infra", "plain")):
+        status = wait_state(admin, f"Gateway.{GROUP}", name, "Warning", ns=ns, timeout=TIMEOUT)
+        assert "every request gets 404" in reasons_text(status), status
+    now = wait_for(lambda: served(admin),
+                   lambda s: (LISTENER, "gateway/holdfast-system/gateway-api:secure:8443") in s,
+                   timeout=TIMEOUT, what="the HTTPS listener served")
+    listener = json.dumps(now[(LISTENER, "gateway/holdfast-system/gateway-api:secure:8443")])
+    assert "DownstreamTlsContext" in listener, listener
+    assert "BEGIN CERTIFICATE" in listener, listener
     assert holdfast.stop() == 0
