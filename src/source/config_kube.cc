@@ -198,6 +198,7 @@ void KubeConfigSource::ApplyIfChanged() {
   (void)pipeline_.Apply(input, {});
   gateway_api::GatewayApiStatuses settled =
       gateway_api::SettleStatuses(conversion, pipeline_.statuses());
+  if (gateway_api_listener_) gateway_api_listener_(settled);
   {
     absl::MutexLock lock(&gateway_api_mu_);
     conversion_ = std::move(conversion);

@@ -84,6 +84,12 @@ class KubeConfigSource : public ConfigSource {
   // holdfast owns; write each with gateway_api::GatewayApiStatusJson to the
   // /status of GatewayApiResourceOf(key.kind). Thread-safe.
   gateway_api::GatewayApiStatuses gateway_api_statuses() const;
+  // Called on the apply thread after each translation with those statuses
+  // (a status writer's trigger). Set before Start().
+  void OnGatewayApiStatuses(
+      std::function<void(const gateway_api::GatewayApiStatuses&)> listener) {
+    gateway_api_listener_ = std::move(listener);
+  }
   // Like OnStatuses(), with the version of each object the statuses are
   // about (for status.observedGeneration). Replaces an OnStatuses listener.
   void OnObjectStatuses(
@@ -139,6 +145,7 @@ class KubeConfigSource : public ConfigSource {
   std::map<std::string, std::pair<std::string, DecodedFile>> decoded_;
   ObservedObjects observed_;  // the apply thread only: of the last translation
 
+  std::function<void(const gateway_api::GatewayApiStatuses&)> gateway_api_listener_;
   mutable absl::Mutex gateway_api_mu_;
   gateway_api::Conversion conversion_ ABSL_GUARDED_BY(gateway_api_mu_);
   gateway_api::GatewayApiStatuses gateway_api_statuses_ ABSL_GUARDED_BY(gateway_api_mu_);

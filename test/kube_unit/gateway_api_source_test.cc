@@ -45,6 +45,10 @@ class GatewayApiSourceTest : public ::testing::Test {
                                                    absl::MutexLock lock(&mu_);
                                                    latest_ = std::move(s);
                                                  });
+    source_->OnGatewayApiStatuses([this](const gateway_api::GatewayApiStatuses& statuses) {
+      absl::MutexLock lock(&mu_);
+      notified_ = statuses;
+    });
     source_->Start();
   }
   bool Eventually(const std::function<bool()>& condition) {
@@ -94,6 +98,7 @@ class GatewayApiSourceTest : public ::testing::Test {
   std::unique_ptr<KubeConfigSource> source_;
   absl::Mutex mu_;
   SnapshotPtr latest_ ABSL_GUARDED_BY(mu_);
+  gateway_api::GatewayApiStatuses notified_ ABSL_GUARDED_BY(mu_);
 };
 
 constexpr char kListener[] = "envoy.config.listener.v3.Listener";
@@ -115,6 +120,9 @@ TEST_F(GatewayApiSourceTest, GatewayApiObjectsAreServedWithTheirStatuses) {
   EXPECT_TRUE(gateway_api::FindCondition(gateway.conditions, "Programmed")->status);
   EXPECT_EQ(gateway.listeners[0].attached_routes, 1);
   EXPECT_EQ(GatewayApiResourceOf(gateway_api::kGatewayKind)->resource, "gateways");
+  absl::MutexLock lock(&mu_);
+  EXPECT_TRUE(notified_.contains({gateway_api::kHttpRouteKind, "shop", "store"}))
+      << "the listener hears every translation's statuses";
 }
 
 TEST_F(GatewayApiSourceTest, BadRouteIsNamedWhileValidRoutesKeepServing) {
