@@ -15,6 +15,16 @@ bool InNamespace(const nlohmann::json& object, const std::string& ns) {
   return ns.empty() || object["metadata"].value("namespace", "") == ns;
 }
 
+// A field selector of one "FIELD=VALUE" on a top-level string field (what
+// holdfast uses: Secrets by type).
+bool Selected(const nlohmann::json& object, const std::string& selector) {
+  if (selector.empty()) return true;
+  const size_t eq = selector.find('=');
+  const std::string field = selector.substr(0, eq);
+  return eq != std::string::npos && object.is_object() && object.contains(field) &&
+         object[field].is_string() && object[field].get<std::string>() == selector.substr(eq + 1);
+}
+
 }  // namespace
 
 void FakeKubeApi::Record(Store& store, KubeWatchEvent::Type type, const nlohmann::json& object) {
@@ -91,13 +101,27 @@ absl::Status FakeKubeApi::TakeFailure(Call call) {
   return status;
 }
 
+void FakeKubeApi::SetServed(const KubeResource& resource, bool served) {
+  absl::MutexLock lock(&mu_);
+  if (served) {
+    not_served_.erase(resource.Path(""));
+  } else {
+    not_served_.insert(resource.Path(""));
+  }
+}
+
 absl::StatusOr<KubeList> FakeKubeApi::List(const KubeResource& resource, const std::string& ns) {
   absl::MutexLock lock(&mu_);
   if (absl::Status failed = TakeFailure(Call::kList); !failed.ok()) return failed;
+  if (not_served_.contains(resource.Path(""))) {
+    return absl::NotFoundError(absl::StrCat("HTTP 404: ", resource.Path(ns), " not found"));
+  }
   KubeList list;
   list.resource_version = absl::StrCat(version_);
   for (const auto& [key, object] : stores_[resource.Path("")].objects) {
-    if (InNamespace(object, ns)) list.items.push_back(object);
+    if (InNamespace(object, ns) && Selected(object, resource.field_selector)) {
+      list.items.push_back(object);
+    }
   }
   return list;
 }
@@ -111,6 +135,10 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status failed = TakeFailure(Call::kWatch); !failed.ok()) return failed;
+    if (not_served_.contains(resource.Path(""))) {
+      return absl::NotFoundError(
+          absl::StrCat("HTTP 404: ", resource.Path(request.ns), " not found"));
+    }
     if (!absl::SimpleAtoi(request.resource_version, &from)) from = version_;
     if (from < compacted_) {
       return absl::OutOfRangeError(
@@ -130,7 +158,8 @@ absl::Status FakeKubeApi::Watch(const KubeResource& resource, const KubeWatchReq
       absl::MutexLock lock(&mu_);
       for (const Event& e : stores_[path].events) {
         if (e.version > from && (e.event.type == KubeWatchEvent::Type::kBookmark ||
-                                 InNamespace(e.event.object, request.ns))) {
+                                 (InNamespace(e.event.object, request.ns) &&
+                                  Selected(e.event.object, resource.field_selector)))) {
           pending.push_back(e.event);
           from = e.version;
         }

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ class FakeKubeApi : public KubeApi {
   // The next call of `call` fails with `status` instead (queued in order).
   void FailNext(Call call, absl::Status status);
   void set_linger(absl::Duration linger);
+  // Whether the server serves `resource` (as if its CRD were installed):
+  // when not, List and Watch answer NotFound (HTTP 404). Served by default.
+  void SetServed(const KubeResource& resource, bool served);
   int calls(Call call) const;
   std::string resource_version() const;
 
@@ -76,6 +80,7 @@ class FakeKubeApi : public KubeApi {
   std::map<std::string, Store> stores_ ABSL_GUARDED_BY(mu_);  // by resource path
   std::map<Call, std::deque<absl::Status>> failures_ ABSL_GUARDED_BY(mu_);
   std::map<Call, int> calls_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> not_served_ ABSL_GUARDED_BY(mu_);  // resource paths
 };
 
 }  // namespace holdfast

@@ -19,6 +19,9 @@ struct KubeResource {
   std::string version;   // "v1"
   std::string resource;  // plural, lowercase: "virtualservices"
   std::string kind;      // "VirtualService"
+  // Lists and watches only the objects matching it (fieldSelector), e.g.
+  // "type=kubernetes.io/tls" for Secrets; "" for every object.
+  std::string field_selector = "";
 
   // The collection path, in namespace `ns` or across all of them ("").
   std::string Path(const std::string& ns) const;

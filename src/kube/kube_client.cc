@@ -351,6 +351,9 @@ absl::StatusOr<KubeList> KubeClient::List(const KubeResource& resource, const st
   std::string next;
   do {
     std::string path = absl::StrCat(resource.Path(ns), "?limit=", options_.page_size);
+    if (!resource.field_selector.empty()) {
+      absl::StrAppend(&path, "&fieldSelector=", Escape(resource.field_selector));
+    }
     if (!next.empty()) absl::StrAppend(&path, "&continue=", Escape(next));
     absl::StatusOr<nlohmann::json> page = Send("GET", path, "");
     if (!page.ok()) return page.status();
@@ -378,6 +381,9 @@ absl::Status KubeClient::Watch(const KubeResource& resource, const KubeWatchRequ
   call.path = absl::StrCat(resource.Path(request.ns), "?watch=1&allowWatchBookmarks=true",
                            "&timeoutSeconds=", absl::ToInt64Seconds(request.timeout),
                            "&resourceVersion=", Escape(request.resource_version));
+  if (!resource.field_selector.empty()) {
+    absl::StrAppend(&call.path, "&fieldSelector=", Escape(resource.field_selector));
+  }
   call.deadline = options_.request_timeout;
   call.stall_after = request.timeout + options_.stall_grace;
   call.on_open = on_open;

@@ -78,6 +78,7 @@ void Reflector::MarkContact() {
   health_.connected = true;
   health_.last_error.clear();
   health_.refused = false;
+  health_.not_found = false;
   health_.last_contact = clock_.Now();
 }
 
@@ -99,6 +100,7 @@ absl::Duration Reflector::Failed(const absl::Status& status) {
   health_.connected = false;
   health_.last_error = std::string(status.message());
   health_.refused = absl::IsUnauthenticated(status) || absl::IsPermissionDenied(status);
+  health_.not_found = absl::IsNotFound(status);
   return wait;
 }
 

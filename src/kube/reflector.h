@@ -59,6 +59,9 @@ class Reflector {
     std::string resource_version;  // the last version seen
     std::string last_error;
     bool refused = false;           // the last error was 401 or 403
+    // The last error was 404: the resource is not served (its CRD is not
+    // installed). Listing is retried with backoff, as for any failure.
+    bool not_found = false;
     absl::Time disconnected_since;  // when it last became unreachable
     absl::Time last_contact;        // last answer: a listing, an opened watch, an event
     int64_t lists = 0;

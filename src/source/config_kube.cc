@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
+#include "src/gateway_api/status.h"
 #include "src/kube/json_fields.h"
 #include "src/model/types.h"
 
@@ -36,6 +37,17 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
     }
     service_reflectors_.push_back(AddReflector(ServicesResource(), ns, api, random));
     slice_reflectors_.push_back(AddReflector(EndpointSlicesResource(), ns, api, random));
+    std::vector<KubeResource> optional = NamespacedGatewayApiResources();
+    optional.push_back(TlsSecretsResource());
+    for (const KubeResource& resource : optional) {
+      gateway_api_reflectors_[resource.resource].push_back(AddReflector(resource, ns, api, random));
+    }
+  }
+  for (const KubeResource& resource : {GatewayClassesResource(), NamespacesResource()}) {
+    gateway_api_reflectors_[resource.resource].push_back(AddReflector(resource, "", api, random));
+  }
+  for (const auto& [resource, reflectors] : gateway_api_reflectors_) {
+    optional_.insert(reflectors.begin(), reflectors.end());
   }
   collector_ = metrics_->AddCollector([this](MetricWriter& out) {
     SourceHealth now = health();
@@ -89,6 +101,9 @@ SourceHealth KubeConfigSource::health() const {
   health.synced_once = applied_once_;
   for (const auto& reflector : reflectors_) {
     Reflector::Health h = reflector->health();
+    // A Gateway API CRD not installed, or Secrets not readable, is not an
+    // outage.
+    if ((h.not_found || h.refused) && optional_.contains(reflector.get())) continue;
     int64_t version = 0;
     if (absl::SimpleAtoi(h.resource_version, &version)) {
       health.revision = std::max(health.revision, version);
@@ -152,9 +167,7 @@ void KubeConfigSource::ApplyIfChanged() {
     absl::MutexLock lock(&mu_);
     if (!dirty_) return;
   }
-  for (const auto& reflector : reflectors_) {
-    if (!reflector->health().synced) return;  // a partial set would withdraw a kind
-  }
+  if (!AllSynced()) return;  // a partial set would withdraw a kind
   {
     absl::MutexLock lock(&mu_);
     dirty_ = false;
@@ -181,8 +194,58 @@ void KubeConfigSource::ApplyIfChanged() {
   observed_ = std::move(observed);
   input.services =
       discovery_.Discover(ObjectsOf(service_reflectors_), ObjectsOf(slice_reflectors_));
+  gateway_api::Conversion conversion = AddGatewayApi(&input);
   (void)pipeline_.Apply(input, {});
+  gateway_api::GatewayApiStatuses settled =
+      gateway_api::SettleStatuses(conversion, pipeline_.statuses());
+  if (gateway_api_listener_) gateway_api_listener_(settled);
+  {
+    absl::MutexLock lock(&gateway_api_mu_);
+    conversion_ = std::move(conversion);
+    gateway_api_statuses_ = std::move(settled);
+  }
   applied_once_ = true;
+}
+
+bool KubeConfigSource::AllSynced() {
+  for (const auto& reflector : reflectors_) {
+    Reflector::Health h = reflector->health();
+    const KubeResource& of = reflector->options().resource;
+    const std::string resource = of.ApiVersion() + " " + of.resource;
+    if (h.synced) {
+      missing_logged_.erase(resource);  // served now: log again if it goes
+      continue;
+    }
+    if (!optional_.contains(reflector.get()) || !(h.not_found || h.refused)) return false;
+    if (missing_logged_.insert(resource).second) {
+      LogInfo("kubernetes: %s %s (%s): translating without them; listing again every few seconds",
+              resource,
+              h.not_found ? "not served: Gateway API CRDs not installed?" : "not readable (RBAC)",
+              h.last_error);
+    }
+  }
+  return true;
+}
+
+gateway_api::Conversion KubeConfigSource::AddGatewayApi(TranslationInput* input) {
+  KubeObjectsByResource objects;
+  for (const auto& [resource, reflectors] : gateway_api_reflectors_) {
+    objects[resource] = ObjectsOf(reflectors);
+  }
+  gateway_api::Conversion conversion =
+      gateway_api::ConvertGatewayApi(GatewayApiInputOf(objects, input->services));
+  for (const GatewayObject& object : conversion.objects) input->objects[object.key()] = object;
+  return conversion;
+}
+
+StatusMap KubeConfigSource::statuses() const {
+  absl::MutexLock lock(&gateway_api_mu_);
+  return gateway_api::DebugStatuses(gateway_api_statuses_, conversion_, pipeline_.statuses());
+}
+
+gateway_api::GatewayApiStatuses KubeConfigSource::gateway_api_statuses() const {
+  absl::MutexLock lock(&gateway_api_mu_);
+  return gateway_api_statuses_;
 }
 
 }  // namespace holdfast

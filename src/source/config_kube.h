@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,12 +13,14 @@
 #include "src/common/metrics.h"
 #include "src/common/poller.h"
 #include "src/common/random.h"
+#include "src/gateway_api/convert.h"
 #include "src/kube/kube_api.h"
 #include "src/kube/observed_object.h"
 #include "src/kube/reflector.h"
 #include "src/model/decode.h"
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
+#include "src/source/kube_gateway_api.h"
 #include "src/source/kube_services.h"
 
 namespace holdfast {
@@ -40,6 +43,14 @@ std::string KubeLocation(const std::string& kind, const std::string& ns, const s
 // Services and EndpointSlices in the same namespaces are reflected too and
 // become `TranslationInput::services` (kube_services.h); a change to them
 // translates like an object change.
+// So are the Gateway API's objects (and namespaces, for their labels): they
+// become holdfast objects beside the holdfast.dev ones (src/gateway_api/).
+// Their CRDs may not be installed: a Gateway API resource the server does
+// not serve (404) counts as empty and does not hold translation back; it is
+// logged once and listed again with the reflector's backoff, so CRDs
+// installed later are picked up. TLS Secrets (for HTTPS listeners) are
+// reflected the same way, and also count as empty while RBAC refuses them
+// (403: holdfast-tls-secrets is bound per namespace).
 // An object that does not decode is Rejected and its last accepted version
 // stays in service. API server failures never stop the source: reflectors
 // retry with backoff and keep what they hold, and health() says the store
@@ -62,10 +73,22 @@ class KubeConfigSource : public ConfigSource {
 
   void Start() override;
   void Stop() override;
-  StatusMap statuses() const override { return pipeline_.statuses(); }
+  // The translation's statuses, with the Gateway API objects' folded in
+  // (gateway_api::DebugStatuses).
+  StatusMap statuses() const override;
   SourceHealth health() const override;
   void OnStatuses(std::function<void(const StatusMap&)> listener) override {
     pipeline_.OnStatuses(std::move(listener));
+  }
+  // The Gateway API statuses of the last translation, one per object that
+  // holdfast owns; write each with gateway_api::GatewayApiStatusJson to the
+  // /status of GatewayApiResourceOf(key.kind). Thread-safe.
+  gateway_api::GatewayApiStatuses gateway_api_statuses() const;
+  // Called on the apply thread after each translation with those statuses
+  // (a status writer's trigger). Set before Start().
+  void OnGatewayApiStatuses(
+      std::function<void(const gateway_api::GatewayApiStatuses&)> listener) {
+    gateway_api_listener_ = std::move(listener);
   }
   // Like OnStatuses(), with the version of each object the statuses are
   // about (for status.observedGeneration). Replaces an OnStatuses listener.
@@ -91,6 +114,11 @@ class KubeConfigSource : public ConfigSource {
   Reflector* AddReflector(const KubeResource& resource, const std::string& ns, KubeApi* api,
                           Random& random);
   static KubeObjects ObjectsOf(const std::vector<Reflector*>& reflectors);
+  // Whether every reflector has listed, counting a Gateway API resource the
+  // server does not serve as listed (and logging that once).
+  bool AllSynced();
+  // Adds the Gateway API objects, converted, to `input`.
+  gateway_api::Conversion AddGatewayApi(TranslationInput* input);
 
   const Options options_;
   const Clock& clock_;
@@ -101,6 +129,11 @@ class KubeConfigSource : public ConfigSource {
   std::vector<Reflector*> object_reflectors_;           // holdfast.dev objects
   std::vector<Reflector*> service_reflectors_;
   std::vector<Reflector*> slice_reflectors_;
+  // Gateway API resources and namespaces, by resource name; optional: a
+  // 404 means "not installed".
+  std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
+  std::set<const Reflector*> optional_;  // the same reflectors, as a set
+  std::set<std::string> missing_logged_;  // the apply thread only
   ServiceDiscovery discovery_;  // the apply thread only
   Poller applier_;
 
@@ -111,6 +144,11 @@ class KubeConfigSource : public ConfigSource {
   // object's resourceVersion holds.
   std::map<std::string, std::pair<std::string, DecodedFile>> decoded_;
   ObservedObjects observed_;  // the apply thread only: of the last translation
+
+  std::function<void(const gateway_api::GatewayApiStatuses&)> gateway_api_listener_;
+  mutable absl::Mutex gateway_api_mu_;
+  gateway_api::Conversion conversion_ ABSL_GUARDED_BY(gateway_api_mu_);
+  gateway_api::GatewayApiStatuses gateway_api_statuses_ ABSL_GUARDED_BY(gateway_api_mu_);
 };
 
 }  // namespace holdfast

@@ -1,0 +1,273 @@
+#include "src/gateway_api/convert.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "src/gateway_api/attachment.h"
+#include "src/gateway_api/holdfast_objects.h"
+#include "src/gateway_api/listeners.h"
+#include "src/gateway_api/rules.h"
+#include "src/gateway_api/synthesized_names.h"
+
+namespace holdfast::gateway_api {
+namespace {
+
+using nlohmann::json;
+
+// Creation order, then namespace and name: the Gateway API's tie-breaker.
+template <typename T>
+bool Older(const T* a, const T* b) {
+  return std::tie(a->meta.creation_timestamp, a->meta.ns, a->meta.name) <
+         std::tie(b->meta.creation_timestamp, b->meta.ns, b->meta.name);
+}
+
+// One holdfast route in a virtual service, with what orders it.
+struct PlacedRoute {
+  const Route* route;
+  size_t rule;
+  size_t match;
+  json spec;
+};
+
+// A holdfast Gateway: the served listeners of one Gateway on one port.
+struct Port {
+  const Gateway* gateway;
+  uint32_t port;
+  const ServedListener* tls = nullptr;
+  std::map<std::string, std::vector<PlacedRoute>> hosts;  // hostname -> routes
+  std::set<ObjectKey> sources;                            // the Gateway and its routes
+};
+using Ports = std::map<std::pair<ObjectKey, uint32_t>, Port>;
+
+ObjectKey KeyOf(const Gateway& gateway) {
+  return {kGatewayKind, gateway.meta.ns, gateway.meta.name};
+}
+
+// The Gateway API's precedence: exact paths, then regular expressions
+// (implementation-specific: holdfast puts them before prefixes), then the
+// longest prefix; then a method, more headers, more query parameters; then
+// the oldest route, its namespace and name, rule and match order.
+auto PrecedenceKey(const PlacedRoute& r) {
+  const json& match = r.spec["match"];
+  const int kind = match.contains("exact") ? 0 : match.contains("regex") ? 1 : 2;
+  const size_t length = kind == 2 ? match["prefix"].get<std::string>().size() : 0;
+  const size_t headers = match.contains("headers") ? match["headers"].size() : 0;
+  const size_t queries = match.contains("queryParams") ? match["queryParams"].size() : 0;
+  return std::make_tuple(kind, -static_cast<int64_t>(length), !match.contains("methods"),
+                         -static_cast<int64_t>(headers), -static_cast<int64_t>(queries),
+                         r.route->meta.creation_timestamp, r.route->meta.ns, r.route->meta.name,
+                         r.rule, r.match);
+}
+
+// The rule's routes pass the decoder one by one, so that one bad rule (an
+// invalid regex) is dropped alone instead of failing its virtual service.
+std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<json>& routes) {
+  FieldErrors errors;
+  json spec = {{"domains", {"check.invalid"}}, {"routes", routes}};
+  if (DecodeHoldfastObject(kind::kVirtualService, "check", "check", spec, &errors)) {
+    return std::nullopt;
+  }
+  const FieldError& first = errors.errors().front();
+  return FieldError{
+      rule.path, absl::StrCat(first.message, " (as holdfast's ", first.path, ")"), {}};
+}
+
+// Converts the rules of `route`; sets its ResolvedRefs and, when rules are
+// dropped, PartiallyInvalid or Accepted False on every parent.
+std::vector<std::vector<json>> ConvertRules(const Route& route, const GatewayApiInput& input,
+                                            std::set<BackendService>& backends,
+                                            GatewayApiStatus& status) {
+  std::vector<std::vector<json>> out;
+  Condition resolved{"ResolvedRefs", true, "ResolvedRefs", "references resolved"};
+  std::optional<FieldError> dropped;
+  for (const RouteRule& rule : route.rules) {
+    ConvertedRule converted = ConvertRule(route, rule, input);
+    if (!converted.unsupported) converted.unsupported = CheckRoutes(rule, converted.routes);
+    for (const BackendProblem& problem : converted.backend_problems) {
+      status.problems.push_back(problem.error);
+      if (resolved.status)
+        resolved = {"ResolvedRefs", false, problem.reason, problem.error.message};
+    }
+    if (converted.unsupported) {
+      status.problems.push_back(*converted.unsupported);
+      if (!dropped) dropped = converted.unsupported;
+      out.emplace_back();
+      continue;
+    }
+    backends.insert(converted.backends.begin(), converted.backends.end());
+    out.push_back(std::move(converted.routes));
+  }
+  const size_t served = std::count_if(out.begin(), out.end(), [](auto& r) { return !r.empty(); });
+  for (RouteParentStatus& parent : status.parents) {
+    SetCondition(parent.conditions, resolved);
+    if (!dropped) continue;
+    const std::string message = absl::StrCat(dropped->path, ": ", dropped->message);
+    if (served == 0) {
+      SetCondition(parent.conditions, {"Accepted", false, "UnsupportedValue", message});
+    } else {
+      SetCondition(parent.conditions, {"PartiallyInvalid", true, "UnsupportedValue", message});
+    }
+  }
+  return out;
+}
+
+void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents,
+                const std::vector<std::vector<json>>& rules, Ports& ports,
+                std::map<ListenerStatus*, std::set<ObjectKey>>& attached) {
+  for (const ParentAttachment& parent : parents) {
+    if (!parent.accepted.status) continue;
+    for (const Attachment& a : parent.attachments) {
+      attached[a.listener->status].insert(route.key());
+      Port& port = ports.at({KeyOf(*a.listener->gateway), a.listener->listener->port});
+      port.sources.insert(route.key());
+      for (const std::string& host : a.hostnames) {
+        std::vector<PlacedRoute>& placed = port.hosts[host];
+        for (size_t i = 0; i < rules.size(); ++i) {
+          for (size_t m = 0; m < rules[i].size(); ++m) {
+            // A route attached twice to one host (two listeners) is served once.
+            bool dup = std::any_of(placed.begin(), placed.end(), [&](const PlacedRoute& p) {
+              return p.route == &route && p.rule == i && p.match == m;
+            });
+            if (!dup) placed.push_back({&route, i, m, rules[i][m]});
+          }
+        }
+      }
+    }
+  }
+}
+
+void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateways,
+                  const std::vector<ServedListener>& served, const GatewayApiInput& input,
+                  Ports& ports, std::set<BackendService>& backends,
+                  std::map<ListenerStatus*, std::set<ObjectKey>>& attached,
+                  GatewayApiStatuses& statuses) {
+  std::vector<ParentAttachment> parents = AttachRoute(route, gateways, served, input);
+  if (parents.empty()) return;  // not attached to a Gateway of holdfast's
+  GatewayApiStatus& status = statuses[route.key()];
+  status.key = route.key();
+  status.generation = route.meta.generation;
+  status.problems = route.errors.errors();
+  for (ParentAttachment& parent : parents) {
+    if (!route.errors.empty()) {
+      const FieldError& first = route.errors.errors().front();
+      parent.accepted = {"Accepted", false, "UnsupportedValue",
+                         absl::StrCat(first.path, ": ", first.message)};
+    }
+    status.parents.push_back({parent.parent->raw, {parent.accepted}});
+  }
+  if (!route.errors.empty()) return;
+  std::vector<std::vector<json>> rules = ConvertRules(route, input, backends, status);
+  for (size_t i = 0; i < parents.size(); ++i) {
+    parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
+  }
+  PlaceRoute(route, parents, rules, ports, attached);
+}
+
+void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
+          const std::set<ObjectKey>& sources, Conversion& out) {
+  FieldErrors errors;
+  std::optional<GatewayObject> object = DecodeHoldfastObject(kind, ns, name, spec, &errors);
+  const ObjectKey key{kind, ns, name};
+  for (const ObjectKey& source : sources) {
+    out.made_from[key].push_back(source);
+    for (const FieldError& e : errors.errors()) {
+      out.statuses[source].problems.push_back(
+          {e.path, absl::StrCat(key.ToString(), ": ", e.message), {}});
+    }
+  }
+  if (object) out.objects.push_back(*std::move(object));
+}
+
+void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
+  const std::string& ns = port.gateway->meta.ns;
+  json services = json::array();
+  for (const auto& [host, routes] : port.hosts) {
+    std::vector<PlacedRoute> sorted = routes;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return PrecedenceKey(a) < PrecedenceKey(b);
+    });
+    // Clients of a port other than 80 and 443 send it in the Host header,
+    // which Envoy matches as it is; the Gateway API ignores the port.
+    json domains = {host};
+    if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
+    json spec = {{"domains", domains}, {"routes", json::array()}};
+    std::set<ObjectKey> sources;
+    for (const PlacedRoute& r : sorted) {
+      spec["routes"].push_back(r.spec);
+      sources.insert(r.route->key());
+    }
+    const std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
+    Emit(kind::kVirtualService, ns, name, spec, sources, out);
+    services.push_back({{"name", name}});
+  }
+  json spec = {{"port", port.port}, {"virtualServices", services}};
+  if (services.empty()) {
+    // No route attached yet: the listener serves 404s. A Kubernetes label
+    // key cannot contain ':', so this selects nothing.
+    spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
+  }
+  if (port.tls != nullptr) {
+    const SecretRef& ref = *port.tls->certificate;
+    const TlsSecret& secret = input.secrets.at(ServiceKey{port.tls->certificate_ns, ref.name});
+    const std::string name = SecretName(port.tls->certificate_ns, ref.name);
+    Emit(kind::kSecret, ns, name,
+         {{"certificate", secret.certificate}, {"privateKey", secret.private_key}},
+         {KeyOf(*port.gateway)}, out);
+    spec["tls"] = {{"secretRef", {{"name", name}}}};
+  }
+  Emit(kind::kGateway, ns, GatewayName(port.gateway->meta.name, port.port), spec, port.sources,
+       out);
+}
+
+}  // namespace
+
+Conversion ConvertGatewayApi(const GatewayApiInput& input) {
+  Conversion out;
+  std::set<std::string> classes;
+  for (const GatewayClass& c : input.classes) {
+    if (c.controller_name != kControllerName) continue;
+    classes.insert(c.meta.name);
+    const ObjectKey key{kGatewayClassKind, "", c.meta.name};
+    GatewayApiStatus& status = out.statuses[key];
+    status.key = key;
+    status.generation = c.meta.generation;
+    status.conditions = {{"Accepted", true, "Accepted", "served by holdfast"}};
+  }
+  std::vector<const Gateway*> gateways;
+  for (const Gateway& g : input.gateways) {
+    if (classes.contains(g.class_name)) gateways.push_back(&g);
+  }
+  std::sort(gateways.begin(), gateways.end(), Older<Gateway>);
+  const std::vector<ServedListener> served = PlanListeners(gateways, input, &out.statuses);
+  Ports ports;
+  for (const ServedListener& s : served) {
+    Port& port = ports[{KeyOf(*s.gateway), s.listener->port}];
+    port.gateway = s.gateway;
+    port.port = s.listener->port;
+    port.sources.insert(KeyOf(*s.gateway));
+    if (s.certificate != nullptr && port.tls == nullptr) port.tls = &s;
+  }
+  std::vector<const Route*> routes;
+  for (const Route& r : input.routes) routes.push_back(&r);
+  std::sort(routes.begin(), routes.end(), Older<Route>);
+  std::set<BackendService> backends;
+  std::map<ListenerStatus*, std::set<ObjectKey>> attached;
+  for (const Route* route : routes) {
+    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses);
+  }
+  for (const auto& [listener, keys] : attached) {
+    listener->attached_routes = static_cast<int>(keys.size());
+  }
+  for (const auto& [key, port] : ports) EmitPort(port, input, out);
+  for (const BackendService& b : backends) {
+    json spec = {{"service", {{"name", b.name}, {"port", b.port}}}};
+    if (b.http2) spec["http2"] = true;
+    std::set<ObjectKey> sources;  // every route using it
+    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources, out);
+  }
+  return out;
+}
+
+}  // namespace holdfast::gateway_api

@@ -1,0 +1,31 @@
+#pragma once
+// Everything the Gateway API conversion reads, as plain values: the
+// Gateway API objects, the labels of namespaces (allowedRoutes selectors),
+// TLS Secrets and the Services discovered for backendRefs.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/gateway_api/objects.h"
+#include "src/model/service.h"
+
+namespace holdfast::gateway_api {
+
+// A Secret of type kubernetes.io/tls.
+struct TlsSecret {
+  std::string certificate;  // tls.crt, PEM
+  std::string private_key;  // tls.key, PEM
+};
+
+struct GatewayApiInput {
+  std::vector<GatewayClass> classes;
+  std::vector<Gateway> gateways;
+  std::vector<Route> routes;  // HTTPRoutes and GRPCRoutes
+  std::vector<ReferenceGrant> grants;
+  std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+  std::map<ServiceKey, TlsSecret> secrets;  // by namespace and name
+  DiscoveredServices services;
+};
+
+}  // namespace holdfast::gateway_api

@@ -1,0 +1,492 @@
+// The Gateway API conversion and its statuses as pure functions: objects in,
+// holdfast objects and Gateway API conditions out, then translated.
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "src/gateway_api/attachment.h"
+#include "src/gateway_api/convert.h"
+#include "src/gateway_api/status.h"
+#include "src/translate/translator.h"
+#include "test/kube_unit/gateway_api_fixtures.h"
+
+namespace holdfast::gateway_api {
+namespace {
+
+using namespace testing;  // NOLINT: the fixtures
+
+class GatewayApiConvertTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    input_.classes.push_back(ParseGatewayClass(ClassJson("holdfast")));
+    input_.classes.push_back(ParseGatewayClass(ClassJson("other", "example.com/other")));
+    AddGateway(GatewayJson("infra", "gw", {HttpListener("http", 8080, "*.example.com")}));
+    AddService(input_, "shop", "web", 80);
+    AddService(input_, "shop", "api", 9000);
+  }
+  void AddGateway(const json& object) { input_.gateways.push_back(ParseGateway(object)); }
+  void AddHttpRoute(const json& object) { input_.routes.push_back(ParseRoute(object, false)); }
+  void AddGrpcRoute(const json& object) { input_.routes.push_back(ParseRoute(object, true)); }
+
+  // Converts, translates, and settles the statuses.
+  void Run() {
+    conversion_ = ConvertGatewayApi(input_);
+    TranslationInput translation;
+    for (const GatewayObject& o : conversion_.objects) translation.objects[o.key()] = o;
+    translation.services = input_.services;
+    output_ = translator_.Translate(translation);
+    statuses_ = SettleStatuses(conversion_, output_.statuses);
+    debug_ = DebugStatuses(statuses_, conversion_, output_.statuses);
+  }
+  const GatewayObject* Object(const std::string& kind, const std::string& ns,
+                              const std::string& name) {
+    for (const GatewayObject& o : conversion_.objects) {
+      if (o.key() == ObjectKey{kind, ns, name}) return &o;
+    }
+    return nullptr;
+  }
+  bool HasResource(const std::string& type, const std::string& name) {
+    for (const ResourcePtr& r : output_.resources) {
+      if (absl::EndsWith(r->type_url(), type) && r->name() == name) return true;
+    }
+    return false;
+  }
+  std::string ResourceText(const std::string& type, const std::string& name) {
+    for (const ResourcePtr& r : output_.resources) {
+      if (absl::EndsWith(r->type_url(), type) && r->name() == name && r->message() != nullptr) {
+        return r->message()->ShortDebugString();
+      }
+    }
+    return "";
+  }
+  const GatewayApiStatus& Status(const std::string& kind, const std::string& ns,
+                                 const std::string& name) {
+    return statuses_.at(ObjectKey{kind, ns, name});
+  }
+  // The condition `type` of the route's first parent.
+  Condition RouteCondition(const std::string& name, const std::string& type,
+                           const std::string& kind = kHttpRouteKind) {
+    const GatewayApiStatus& status = Status(kind, "shop", name);
+    EXPECT_FALSE(status.parents.empty());
+    if (status.parents.empty()) return {};
+    const Condition* c = FindCondition(status.parents[0].conditions, type);
+    return c == nullptr ? Condition{type, false, "absent", ""} : *c;
+  }
+
+  GatewayApiInput input_;
+  Conversion conversion_;
+  Translator translator_;
+  TranslationOutput output_;
+  GatewayApiStatuses statuses_;
+  StatusMap debug_;
+};
+
+TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams) {
+  json rule = PrefixRule("/shop/", {Backend("web", 80, 3), Backend("api", 9000, 1)});
+  rule["matches"][0]["headers"] = {{{"name", "x-user"}, {"value", "a"}}};
+  rule["matches"][0]["method"] = "GET";
+  rule["filters"] = {
+      {{"type", "RequestHeaderModifier"},
+       {"requestHeaderModifier", {{"set", {{{"name", "x-via"}, {"value", "gw"}}}}}}}};
+  rule["filters"].push_back(
+      {{"type", "CORS"},
+       {"cors",
+        {{"allowOrigins", {"https://shop.example.com", "https://*.example.org"}},
+         {"allowMethods", {"GET"}},
+         {"maxAge", 60}}}});
+  rule["timeouts"] = {{"request", "10s"}, {"backendRequest", "2s"}};
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {rule},
+                         {{{"name", "gw"}, {"namespace", "infra"}}}));
+  input_.grants.push_back(ParseReferenceGrant(GrantJson("shop", "Gateway", "infra", "Secret")));
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  Run();
+
+  ASSERT_NE(Object(kind::kGateway, "infra", "gateway-api:gw:8080"), nullptr);
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
+  EXPECT_EQ(spec.domains, (std::vector<std::string>{"shop.example.com", "shop.example.com:8080"}));
+  ASSERT_EQ(spec.routes.size(), 1u);
+  EXPECT_EQ(spec.routes[0].match.path.value, "/shop");
+  EXPECT_EQ(spec.routes[0].match.methods, std::vector<std::string>{"GET"});
+  EXPECT_EQ(spec.routes[0].options.timeout, absl::Seconds(10));
+  ASSERT_TRUE(spec.routes[0].options.retries.has_value());
+  EXPECT_EQ(spec.routes[0].options.retries->per_try_timeout, absl::Seconds(2));
+  ASSERT_TRUE(spec.routes[0].options.cors.has_value());
+  const CorsPolicy& cors = *spec.routes[0].options.cors;
+  ASSERT_EQ(cors.allow_origins.size(), 2u);
+  EXPECT_EQ(cors.allow_origins[0].value, "https://shop.example.com");
+  EXPECT_EQ(cors.allow_origins[1].kind, StringMatch::Kind::kRegex);
+  EXPECT_EQ(cors.allow_origins[1].value, "https\\:\\/\\/[^/]+\\.example\\.org");
+  EXPECT_EQ(cors.max_age, absl::Seconds(60));
+  ASSERT_NE(Object(kind::kUpstream, "shop", "gateway-api:web:80"), nullptr);
+
+  EXPECT_TRUE(HasResource("Listener", "gateway/infra/gateway-api:gw:8080"));
+  EXPECT_TRUE(HasResource("Listener", "shop.example.com")) << "a gRPC API listener per host";
+  std::string routes = ResourceText("RouteConfiguration", "gateway/infra/gateway-api:gw:8080");
+  EXPECT_TRUE(absl::StrContains(routes, "shop/gateway-api:web:80")) << routes;
+  EXPECT_TRUE(absl::StrContains(routes, "x-via")) << routes;
+  EXPECT_TRUE(HasResource("Cluster", "shop/gateway-api:web:80"));
+
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayClassKind, "", "holdfast").conditions, "Accepted")->status);
+  EXPECT_FALSE(statuses_.contains(ObjectKey{kGatewayClassKind, "", "other"}));
+  const GatewayApiStatus& gateway = Status(kGatewayKind, "infra", "gw");
+  EXPECT_TRUE(FindCondition(gateway.conditions, "Accepted")->status);
+  EXPECT_TRUE(FindCondition(gateway.conditions, "Programmed")->status);
+  ASSERT_EQ(gateway.listeners.size(), 1u);
+  EXPECT_EQ(gateway.listeners[0].attached_routes, 1);
+  EXPECT_EQ(RouteCondition("store", "Accepted").reason, "Accepted");
+  EXPECT_EQ(RouteCondition("store", "ResolvedRefs").reason, "ResolvedRefs");
+  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "store"}).state, StatusState::kAccepted);
+  for (const auto& [key, status] : debug_) {
+    EXPECT_FALSE(absl::StartsWith(key.name, "gateway-api:")) << key.ToString();
+  }
+}
+
+TEST_F(GatewayApiConvertTest, FiltersBecomeRedirectsAndRewrites) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json redirect = PrefixRule("/old", json::array());
+  redirect["filters"] = {
+      {{"type", "RequestRedirect"},
+       {"requestRedirect",
+        {{"scheme", "https"},
+         {"hostname", "new.example.com"},
+         {"statusCode", 301},
+         {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/new"}}}}}}};
+  json rewrite = PrefixRule("/api", {Backend("api", 9000)});
+  rewrite["filters"] = {
+      {{"type", "URLRewrite"},
+       {"urlRewrite",
+        {{"hostname", "internal"},
+         {"path", {{"type", "ReplacePrefixMatch"}, {"replacePrefixMatch", "/v2"}}}}}},
+      {{"type", "ResponseHeaderModifier"}, {"responseHeaderModifier", {{"remove", {"server"}}}}}};
+  json full = PrefixRule("/full", {Backend("api", 9000)});
+  full["filters"] = {
+      {{"type", "URLRewrite"},
+       {"urlRewrite", {{"path", {{"type", "ReplaceFullPath"}, {"replaceFullPath", "/x"}}}}}}};
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {redirect, rewrite, full}));
+  Run();
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  ASSERT_EQ(routes.size(), 2u) << "ReplaceFullPath on a prefix match is dropped";
+  const Redirect& r = std::get<Redirect>(routes[0].action);  // same length: rule order
+  EXPECT_TRUE(r.https);
+  EXPECT_EQ(r.host, "new.example.com");
+  EXPECT_EQ(r.code, 301u);
+  EXPECT_EQ(r.prefix_rewrite, "/new");
+  EXPECT_EQ(routes[1].options.host_rewrite, "internal");
+  EXPECT_EQ(routes[1].options.prefix_rewrite, "/v2");
+  EXPECT_EQ(routes[1].options.response_headers.remove, std::vector<std::string>{"server"});
+  EXPECT_EQ(RouteCondition("store", "PartiallyInvalid").message,
+            "spec.rules[2].filters[0].urlRewrite.path: ReplaceFullPath on a match other than an "
+            "Exact path is not supported by holdfast; the rule is not served");
+}
+
+TEST_F(GatewayApiConvertTest, GatewaysOfOtherClassesAreIgnored) {
+  json other = GatewayJson("infra", "theirs", {HttpListener("http", 9090)});
+  other["spec"]["gatewayClassName"] = "other";
+  AddGateway(other);
+  AddHttpRoute(RouteJson("HTTPRoute", "infra", "r", nullptr,
+                         {PrefixRule("/", {Backend("web", 80)})}, {{{"name", "theirs"}}}));
+  Run();
+  EXPECT_FALSE(statuses_.contains(ObjectKey{kGatewayKind, "infra", "theirs"}));
+  EXPECT_FALSE(statuses_.contains(ObjectKey{kHttpRouteKind, "infra", "r"}));
+  EXPECT_EQ(Object(kind::kGateway, "infra", "gateway-api:theirs:9090"), nullptr);
+}
+
+TEST_F(GatewayApiConvertTest, AllowedRoutesSameNamespaceRefusesOthers) {
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  Run();
+  Condition accepted = RouteCondition("store", "Accepted");
+  EXPECT_FALSE(accepted.status);
+  EXPECT_EQ(accepted.reason, "NotAllowedByListeners");
+  EXPECT_EQ(Status(kGatewayKind, "infra", "gw").listeners[0].attached_routes, 0);
+  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "store"}).state, StatusState::kRejected);
+}
+
+TEST_F(GatewayApiConvertTest, AllowedRoutesSelectorAndKinds) {
+  Listener& listener = input_.gateways[0].listeners[0];
+  listener.from = Listener::From::kSelector;
+  listener.selector.match_labels = {{"gateway", "yes"}};
+  input_.namespace_labels["shop"] = {{"gateway", "yes"}};
+  input_.namespace_labels["other"] = {{"gateway", "no"}};
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  json elsewhere = RouteJson("HTTPRoute", "other", "x", nullptr, {PrefixRule("/", json::array())});
+  AddHttpRoute(elsewhere);
+  Run();
+  EXPECT_TRUE(RouteCondition("store", "Accepted").status);
+  EXPECT_EQ(Status(kHttpRouteKind, "other", "x").parents[0].conditions[0].reason,
+            "NotAllowedByListeners");
+
+  listener.kinds = {{kGroup, "GRPCRoute"}};
+  Run();
+  EXPECT_EQ(RouteCondition("store", "Accepted").reason, "NotAllowedByListeners");
+}
+
+TEST_F(GatewayApiConvertTest, HostnamesAreIntersectedWithTheListener) {
+  EXPECT_EQ(IntersectHostnames("*.example.com", {"a.example.com", "example.com", "a.other.org"}),
+            std::vector<std::string>{"a.example.com"});
+  EXPECT_EQ(IntersectHostnames("a.example.com", {"*.example.com"}),
+            std::vector<std::string>{"a.example.com"});
+  EXPECT_EQ(IntersectHostnames("", {}), std::vector<std::string>{"*"});
+  EXPECT_EQ(IntersectHostnames("a.example.com", {}), std::vector<std::string>{"a.example.com"});
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"www.other.org"},
+                         {PrefixRule("/", {Backend("web", 80)})}));
+  Run();
+  EXPECT_EQ(RouteCondition("store", "Accepted").reason, "NoMatchingListenerHostname");
+}
+
+TEST_F(GatewayApiConvertTest, SectionNameAndPortSelectListeners) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "a", nullptr, {PrefixRule("/", {Backend("web", 80)})},
+                         {{{"name", "gw"}, {"namespace", "infra"}, {"sectionName", "nope"}}}));
+  AddHttpRoute(RouteJson(
+      "HTTPRoute", "shop", "b", nullptr, {PrefixRule("/", {Backend("web", 80)})},
+      {{{"name", "gw"}, {"namespace", "infra"}, {"sectionName", "http"}, {"port", 8080}}}));
+  Run();
+  EXPECT_EQ(RouteCondition("a", "Accepted").reason, "NoMatchingParent");
+  EXPECT_EQ(RouteCondition("b", "Accepted").reason, "Accepted");
+  EXPECT_EQ(Status(kHttpRouteKind, "shop", "a").parents[0].parent_ref["sectionName"], "nope");
+}
+
+TEST_F(GatewayApiConvertTest, CrossNamespaceBackendNeedsAReferenceGrant) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  AddService(input_, "payments", "pay", 443);
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", nullptr,
+                         {PrefixRule("/pay", {Backend("pay", 443, 1, "payments")}),
+                          PrefixRule("/", {Backend("web", 80)})}));
+  Run();
+  Condition refs = RouteCondition("store", "ResolvedRefs");
+  EXPECT_FALSE(refs.status);
+  EXPECT_EQ(refs.reason, "RefNotPermitted");
+  EXPECT_TRUE(RouteCondition("store", "Accepted").status) << "the other rules keep serving";
+  EXPECT_EQ(Object(kind::kUpstream, "payments", "gateway-api:pay:443"), nullptr);
+  const ObjectStatus& debug = debug_.at(ObjectKey{kHttpRouteKind, "shop", "store"});
+  EXPECT_EQ(debug.state, StatusState::kWarning);
+  EXPECT_EQ(debug.reasons[0].path, "spec.rules[0].backendRefs[0].namespace");
+  EXPECT_EQ(debug.location.file, "kubernetes:HTTPRoute/shop/store");
+
+  input_.grants.push_back(
+      ParseReferenceGrant(GrantJson("payments", "HTTPRoute", "shop", "Service")));
+  Run();
+  EXPECT_TRUE(RouteCondition("store", "ResolvedRefs").status);
+  EXPECT_NE(Object(kind::kUpstream, "payments", "gateway-api:pay:443"), nullptr);
+}
+
+TEST_F(GatewayApiConvertTest, MissingOrInvalidBackends) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "gone", nullptr, {PrefixRule("/", {Backend("nothere", 80)})}));
+  json bucket = Backend("bucket", 80);
+  bucket["group"] = "storage.example.com";
+  bucket["kind"] = "Bucket";
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "kind", nullptr, {PrefixRule("/", {bucket})}));
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "port", nullptr, {PrefixRule("/", {Backend("web", 81)})}));
+  Run();
+  EXPECT_EQ(RouteCondition("gone", "ResolvedRefs").reason, "BackendNotFound");
+  EXPECT_EQ(RouteCondition("kind", "ResolvedRefs").reason, "InvalidKind");
+  EXPECT_EQ(RouteCondition("port", "ResolvedRefs").reason, "BackendNotFound");
+  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "port"}).reasons[0].path,
+            "spec.rules[0].backendRefs[0].port");
+}
+
+TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json bad_regex = {{"matches", {{{"path", {{"type", "RegularExpression"}, {"value", "/(x"}}}}}},
+                    {"backendRefs", {Backend("web", 80)}}};
+  json mirror = PrefixRule("/m", {Backend("web", 80)});
+  mirror["filters"] = {
+      {{"type", "RequestMirror"}, {"requestMirror", {{"backendRef", Backend("api", 9000)}}}}};
+  json retry = PrefixRule("/r", {Backend("web", 80)});
+  retry["retry"] = {{"attempts", 2}};
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"},
+                         {PrefixRule("/", {Backend("web", 80)}), bad_regex, mirror, retry}));
+  json broken = RouteJson("HTTPRoute", "shop", "broken", nullptr, json::array());
+  broken["spec"]["hostnames"] = "not-a-list";
+  AddHttpRoute(broken);
+  Run();
+  Condition partially = RouteCondition("store", "PartiallyInvalid");
+  EXPECT_TRUE(partially.status);
+  EXPECT_EQ(partially.reason, "UnsupportedValue");
+  EXPECT_TRUE(absl::StrContains(partially.message, "spec.rules[1]")) << partially.message;
+  EXPECT_TRUE(RouteCondition("store", "Accepted").status);
+  const auto& problems = Status(kHttpRouteKind, "shop", "store").problems;
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].path, "spec.rules[1]");
+  EXPECT_TRUE(absl::StrContains(problems[0].message, "regex")) << problems[0].message;
+  EXPECT_EQ(problems[1].path, "spec.rules[2].filters[0].type");
+  EXPECT_EQ(problems[2].path, "spec.rules[3].retry");
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 1u);
+
+  Condition accepted = RouteCondition("broken", "Accepted");
+  EXPECT_FALSE(accepted.status);
+  EXPECT_EQ(accepted.reason, "UnsupportedValue");
+  EXPECT_TRUE(absl::StartsWith(accepted.message, "spec.hostnames: ")) << accepted.message;
+  EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "broken"}).reasons[0].path,
+            "spec.hostnames");
+}
+
+TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json exact = {{"matches", {{{"path", {{"type", "Exact"}, {"value", "/a/b"}}}}}},
+                {"backendRefs", {Backend("api", 9000)}}};
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "old", {"shop.example.com"},
+                         {PrefixRule("/", {Backend("web", 80)})}, nullptr, "2026-01-01T00:00:00Z"));
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "new", {"shop.example.com"},
+                         {PrefixRule("/a", {Backend("api", 9000)}), exact}, nullptr,
+                         "2026-02-01T00:00:00Z"));
+  Run();
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[0].match.path.value, "/a/b");
+  EXPECT_EQ(routes[1].match.path.value, "/a");
+  EXPECT_EQ(routes[2].match.path.value, "/");
+  EXPECT_EQ(Status(kGatewayKind, "infra", "gw").listeners[0].attached_routes, 2);
+}
+
+TEST_F(GatewayApiConvertTest, GrpcRouteReachesProxylessClients) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json rule = {{"matches",
+                {{{"method", {{"service", "shop.Cart"}, {"method", "Add"}}}},
+                 {{"method", {{"service", "shop.Orders"}}}}}},
+               {"backendRefs", {Backend("api", 9000)}}};
+  AddGrpcRoute(RouteJson("GRPCRoute", "shop", "cart", {"grpc.example.com"}, {rule}));
+  Run();
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:grpc.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].match.path.kind, StringMatch::Kind::kExact);
+  EXPECT_EQ(routes[0].match.path.value, "/shop.Cart/Add");
+  EXPECT_EQ(routes[1].match.path.value, "/shop.Orders/");
+  const GatewayObject* upstream = Object(kind::kUpstream, "shop", "gateway-api:h2:api:9000");
+  ASSERT_NE(upstream, nullptr);
+  EXPECT_EQ(std::get<UpstreamSpec>(upstream->spec).http2, true);
+  EXPECT_TRUE(HasResource("Listener", "grpc.example.com"));
+  std::string grpc =
+      ResourceText("RouteConfiguration", "grpc/infra/gateway-api:gw:8080:grpc.example.com");
+  EXPECT_TRUE(absl::StrContains(grpc, "shop/gateway-api:h2:api:9000")) << grpc;
+  EXPECT_TRUE(RouteCondition("cart", "Accepted", kGrpcRouteKind).status);
+}
+
+TEST_F(GatewayApiConvertTest, ListenerConflictsAndUnsupportedProtocols) {
+  AddGateway(GatewayJson("infra", "gw2",
+                         {HttpListener("a", 9000, "x.example.com"),
+                          HttpListener("b", 9000, "x.example.com"),
+                          {{"name", "tcp"}, {"port", 9001}, {"protocol", "TCP"}},
+                          HttpListener("taken", 8080)},
+                         "2026-03-01T00:00:00Z"));
+  Run();
+  const GatewayApiStatus& gw2 = Status(kGatewayKind, "infra", "gw2");
+  ASSERT_EQ(gw2.listeners.size(), 4u);
+  EXPECT_TRUE(FindCondition(gw2.listeners[0].conditions, "Programmed")->status);
+  EXPECT_EQ(FindCondition(gw2.listeners[1].conditions, "Conflicted")->reason, "HostnameConflict");
+  EXPECT_TRUE(FindCondition(gw2.listeners[1].conditions, "Conflicted")->status);
+  EXPECT_EQ(FindCondition(gw2.listeners[2].conditions, "Accepted")->reason, "UnsupportedProtocol");
+  EXPECT_EQ(FindCondition(gw2.listeners[3].conditions, "Accepted")->reason, "PortUnavailable");
+  const Condition* accepted = FindCondition(gw2.conditions, "Accepted");
+  EXPECT_TRUE(accepted->status);
+  EXPECT_EQ(accepted->reason, "ListenersNotValid");
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayKind, "infra", "gw").listeners[0].conditions, "Programmed")
+          ->status)
+      << "the older Gateway keeps its port";
+}
+
+TEST_F(GatewayApiConvertTest, MistypedGatewayFieldIsNamed) {
+  json listener = HttpListener("http", 9000);
+  listener["port"] = "nine";
+  AddGateway(GatewayJson("infra", "broken", {listener}));
+  Run();
+  const GatewayApiStatus& broken = Status(kGatewayKind, "infra", "broken");
+  ASSERT_FALSE(broken.problems.empty());
+  EXPECT_EQ(broken.problems[0].path, "spec.listeners[0].port");
+  EXPECT_FALSE(FindCondition(broken.conditions, "Accepted")->status);
+  EXPECT_FALSE(FindCondition(broken.conditions, "Programmed")->status);
+  const ObjectStatus& debug = debug_.at(ObjectKey{kGatewayKind, "infra", "broken"});
+  EXPECT_EQ(debug.state, StatusState::kRejected);
+  EXPECT_EQ(debug.reasons[0].path, "spec.listeners[0].port");
+  EXPECT_TRUE(FindCondition(Status(kGatewayKind, "infra", "gw").conditions, "Programmed")->status)
+      << "the valid Gateway keeps being served";
+}
+
+TEST_F(GatewayApiConvertTest, HttpsListenerCertificates) {
+  json https = {{"name", "https"},
+                {"port", 8443},
+                {"protocol", "HTTPS"},
+                {"tls", {{"certificateRefs", {{{"name", "cert"}, {"namespace", "certs"}}}}}}};
+  AddGateway(GatewayJson("infra", "secure", {https}));
+  input_.secrets[ServiceKey{"certs", "cert"}] = {"CERT", "KEY"};
+  Run();
+  EXPECT_EQ(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->reason,
+      "RefNotPermitted");
+  input_.grants.push_back(ParseReferenceGrant(GrantJson("certs", "Gateway", "infra", "Secret")));
+  Run();
+  EXPECT_TRUE(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->status);
+  const GatewayObject* gw = Object(kind::kGateway, "infra", "gateway-api:secure:8443");
+  ASSERT_NE(gw, nullptr);
+  ASSERT_TRUE(std::get<GatewaySpec>(gw->spec).tls.has_value());
+  EXPECT_NE(Object(kind::kSecret, "infra", "gateway-api:secret:certs:cert"), nullptr);
+  EXPECT_TRUE(
+      absl::StrContains(ResourceText("Listener", "gateway/infra/gateway-api:secure:8443"), "CERT"));
+  input_.secrets.clear();
+  Run();
+  EXPECT_EQ(
+      FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
+          ->reason,
+      "InvalidCertificateRef");
+}
+
+TEST_F(GatewayApiConvertTest, StatusJsonFollowsTheConventions) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  AddHttpRoute(
+      RouteJson("HTTPRoute", "shop", "store", nullptr, {PrefixRule("/", {Backend("web", 80)})}));
+  Run();
+  const absl::Time t1 = absl::FromUnixSeconds(1767225600);  // 2026-01-01
+  const absl::Time t2 = t1 + absl::Hours(1);
+  const GatewayApiStatus& route = Status(kHttpRouteKind, "shop", "store");
+  json other = {{"parentRef", {{"name", "elsewhere"}}}, {"controllerName", "example.com/x"}};
+  json first = GatewayApiStatusJson(route, {{"parents", {other}}}, t1);
+  ASSERT_EQ(first["parents"].size(), 2u);
+  EXPECT_EQ(first["parents"][0], other) << "other controllers' entries are kept";
+  const json& ours = first["parents"][1];
+  EXPECT_EQ(ours["controllerName"], kControllerName);
+  EXPECT_EQ(ours["parentRef"], (json{{"name", "gw"}, {"namespace", "infra"}}));
+  EXPECT_EQ(ours["conditions"][0]["type"], "Accepted");
+  EXPECT_EQ(ours["conditions"][0]["status"], "True");
+  EXPECT_EQ(ours["conditions"][0]["observedGeneration"], 3);
+  EXPECT_EQ(ours["conditions"][0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
+  json second = GatewayApiStatusJson(route, first, t2);
+  EXPECT_EQ(second["parents"][1]["conditions"][0]["lastTransitionTime"], "2026-01-01T00:00:00Z")
+      << "unchanged conditions keep their transition time";
+
+  json gateway = GatewayApiStatusJson(Status(kGatewayKind, "infra", "gw"),
+                                      {{"addresses", {{{"value", "10.0.0.1"}}}}}, t1);
+  EXPECT_EQ(gateway["addresses"][0]["value"], "10.0.0.1");
+  EXPECT_EQ(gateway["conditions"][1]["type"], "Programmed");
+  EXPECT_EQ(gateway["listeners"][0]["attachedRoutes"], 1);
+  EXPECT_EQ(gateway["listeners"][0]["supportedKinds"].size(), 2u);
+  EXPECT_EQ(gateway["listeners"][0]["conditions"].size(), 4u);
+  EXPECT_EQ(gateway["conditions"][0]["observedGeneration"], 2);
+}
+
+}  // namespace
+}  // namespace holdfast::gateway_api
