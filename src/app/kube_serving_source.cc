@@ -72,7 +72,8 @@ absl::StatusOr<std::unique_ptr<KubeServingSource>> KubeServingSource::Start(
       std::make_unique<LeaseElector>(*election, kube->backend_.get(), clock, random, metrics);
   kube->writer_ = std::make_unique<KubeStatusWriter>(
       KubeStatusWriter::Options{.replica_id = election->replica_id,
-                                .resources = HoldfastResources()},
+                                .resources = HoldfastResources(),
+                                .gateway_api_resources = GatewayApiStatusResources()},
       kube->client_.get(), kube->elector_.get(), kube->lease_store_.get(), clock, random, metrics);
 
   KubeConfigSource::Options source_options;
@@ -83,6 +84,10 @@ absl::StatusOr<std::unique_ptr<KubeServingSource>> KubeServingSource::Start(
   kube->source_->OnObjectStatuses(
       [writer = kube->writer_.get()](const StatusMap& statuses, const ObservedObjects& observed) {
         writer->Update(statuses, observed);
+      });
+  kube->source_->OnGatewayApiStatuses(
+      [writer = kube->writer_.get()](const gateway_api::GatewayApiStatuses& statuses) {
+        writer->UpdateGatewayApi(statuses);
       });
   kube->source_->Start();
   kube->elector_->Start();

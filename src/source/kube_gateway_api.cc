@@ -23,12 +23,15 @@ KubeResource TlsSecretsResource() {
   return {"", "v1", "secrets", "Secret", "type=kubernetes.io/tls"};
 }
 
+std::map<std::string, KubeResource> GatewayApiStatusResources() {
+  return {{gateway_api::kGatewayClassKind, GatewayClassesResource()},
+          {gateway_api::kGatewayKind, NamespacedGatewayApiResources()[0]},
+          {gateway_api::kHttpRouteKind, NamespacedGatewayApiResources()[1]},
+          {gateway_api::kGrpcRouteKind, NamespacedGatewayApiResources()[2]}};
+}
+
 std::optional<KubeResource> GatewayApiResourceOf(const std::string& status_kind) {
-  const std::map<std::string, KubeResource> by_kind = {
-      {gateway_api::kGatewayClassKind, GatewayClassesResource()},
-      {gateway_api::kGatewayKind, NamespacedGatewayApiResources()[0]},
-      {gateway_api::kHttpRouteKind, NamespacedGatewayApiResources()[1]},
-      {gateway_api::kGrpcRouteKind, NamespacedGatewayApiResources()[2]}};
+  const std::map<std::string, KubeResource> by_kind = GatewayApiStatusResources();
   auto it = by_kind.find(status_kind);
   if (it == by_kind.end()) return std::nullopt;
   return it->second;

@@ -27,6 +27,8 @@ KubeResource TlsSecretsResource();
 // The API resource a Gateway API status is about (its kind, as in
 // gateway_api::k*Kind), for a status writer; nullopt for other kinds.
 std::optional<KubeResource> GatewayApiResourceOf(const std::string& status_kind);
+// Every such resource, by status kind.
+std::map<std::string, KubeResource> GatewayApiStatusResources();
 
 // Objects by resource name ("gateways", ...), as reflected.
 using KubeObjectsByResource = std::map<std::string, KubeObjects>;

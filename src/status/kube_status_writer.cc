@@ -1,8 +1,10 @@
 #include "src/status/kube_status_writer.h"
 
+
 #include "absl/strings/str_cat.h"
 #include "src/common/backoff.h"
 #include "src/common/log.h"
+#include "src/gateway_api/status.h"
 #include "src/kube/json_fields.h"
 #include "src/status/status_writer.h"
 
@@ -92,6 +94,14 @@ void KubeStatusWriter::Update(const StatusMap& statuses, const ObservedObjects& 
   poller_.Wake();
 }
 
+void KubeStatusWriter::UpdateGatewayApi(const gateway_api::GatewayApiStatuses& statuses) {
+  {
+    absl::MutexLock lock(&mu_);
+    gateway_api_ = statuses;
+  }
+  poller_.Wake();
+}
+
 void KubeStatusWriter::Start() {
   elector_->OnChange([this](const Leadership&) { poller_.Wake(); });
   // Statuses change only with an Update() or a leadership change, which
@@ -125,16 +135,14 @@ std::map<ObjectKey, KubeStatusWriter::Desired> KubeStatusWriter::DesiredStatuses
 absl::Status KubeStatusWriter::Sync() {
   absl::MutexLock sync_lock(&sync_mu_);
   const Leadership leadership = elector_->Current();
-  if (!leadership.is_leader) {
-    term_ = 0;
+  if (!leadership.is_leader || leadership.term != term_) {
+    // Not leading, or a new term: what earlier terms (of any replica)
+    // stored is read again.
+    term_ = leadership.is_leader ? leadership.term : 0;
     known_.clear();
-    return absl::OkStatus();
-  }
-  if (leadership.term != term_) {
-    // A new term: what earlier terms (of any replica) stored is read again.
+    known_gateway_api_.clear();
+    if (!leadership.is_leader) return absl::OkStatus();
     LogInfo("status: leading term %d; converging the status of every object", leadership.term);
-    term_ = leadership.term;
-    known_.clear();
   }
   const std::map<ObjectKey, Desired> desired = DesiredStatuses();
   std::erase_if(known_, [&](const auto& entry) { return !desired.contains(entry.first); });
@@ -152,7 +160,73 @@ absl::Status KubeStatusWriter::Sync() {
     if (absl::IsFailedPrecondition(status)) return status;  // fenced: the term is over
     if (!status.ok() && first_error.ok()) first_error = status;
   }
+  absl::Status gateway_api = SyncGatewayApi(leadership);
+  return first_error.ok() ? gateway_api : first_error;
+}
+
+absl::Status KubeStatusWriter::SyncGatewayApi(const Leadership& leadership) {
+  gateway_api::GatewayApiStatuses statuses;
+  {
+    absl::MutexLock lock(&mu_);
+    statuses = gateway_api_;
+  }
+  std::erase_if(known_gateway_api_,
+                [&](const auto& entry) { return !statuses.contains(entry.first); });
+  absl::Status first_error;
+  for (const auto& [key, status] : statuses) {
+    auto resource = options_.gateway_api_resources.find(key.kind);
+    if (resource == options_.gateway_api_resources.end()) continue;
+    auto known = known_gateway_api_.find(key);
+    if (known != known_gateway_api_.end() &&
+        gateway_api::GatewayApiStatusJson(status, known->second, clock_.Now()) == known->second) {
+      continue;
+    }
+    const Leadership now = elector_->Current();
+    if (!now.is_leader || now.term != leadership.term) break;
+    absl::Status written = WriteGatewayApiOne(leadership, resource->second, status);
+    if (absl::IsFailedPrecondition(written)) return written;
+    if (!written.ok() && first_error.ok()) first_error = written;
+  }
   return first_error;
+}
+
+absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
+                                                  const KubeResource& resource,
+                                                  const gateway_api::GatewayApiStatus& status) {
+  const ObjectKey& key = status.key;
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<nlohmann::json> stored = api_->Get(resource, key.ns, key.name);
+    if (absl::IsNotFound(stored.status())) return absl::OkStatus();  // deleted meanwhile
+    if (!stored.ok()) {
+      errors_->Increment();
+      return stored.status();
+    }
+    // About an older generation: the next translation brings the right one.
+    if (ObserveObject(*stored).generation != status.generation) return absl::OkStatus();
+    nlohmann::json current = JsonField(*stored, "status");
+    if (!current.is_object()) current = nlohmann::json::object();
+    nlohmann::json desired = gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
+    if (desired == current) {
+      known_gateway_api_[key] = std::move(current);
+      return absl::OkStatus();
+    }
+    nlohmann::json object = *stored;
+    object["status"] = desired;
+    absl::StatusOr<nlohmann::json> written = api_->UpdateStatus(resource, object);
+    if (written.ok()) {
+      writes_->Increment();
+      known_gateway_api_[key] = std::move(desired);
+      return absl::OkStatus();
+    }
+    if (IsConflict(written.status()) && attempt + 1 < options_.max_conflicts) continue;
+    if (absl::IsPermissionDenied(written.status()) || absl::IsInvalidArgument(written.status())) {
+      return FencedOr(leadership, written.status());
+    }
+    errors_->Increment();
+    LogWarning("status: cannot write the status of %s: %s", key.ToString(),
+               written.status().message());
+    return written.status();
+  }
 }
 
 absl::Status KubeStatusWriter::WriteOne(const Leadership& leadership, const ObjectKey& key,
@@ -238,6 +312,7 @@ absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Stat
   elector_->ReportFenced(leadership.term);
   term_ = 0;
   known_.clear();
+  known_gateway_api_.clear();
   return absl::FailedPreconditionError(
       absl::StrCat("status write fenced: term ", leadership.term, " has ended"));
 }

@@ -12,6 +12,7 @@
 #include "src/common/random.h"
 #include "src/election/lease_elector.h"
 #include "src/election/lease_store.h"
+#include "src/gateway_api/conditions.h"
 #include "src/kube/kube_api.h"
 #include "src/kube/observed_object.h"
 #include "src/translate/status.h"
@@ -45,11 +46,19 @@ nlohmann::json KubeStatusContent(const ObjectKey& key, const ObjectStatus& statu
 // status, observedGeneration included; within a term only changed statuses
 // are written. Statuses of objects that are not API objects of `resources`,
 // or that were deleted, are skipped.
+//
+// Gateway API statuses (UpdateGatewayApi) are written the same way, leader
+// only, in the API's own shape (gateway_api::GatewayApiStatusJson); that
+// shape has no room for a writer, so the API server cannot fence them: only
+// the leadership check before each write does. A status about an older
+// generation than the object's is left for the next translation.
 class KubeStatusWriter {
  public:
   struct Options {
     std::string replica_id;
     std::vector<KubeResource> resources;  // kinds whose statuses are written
+    // GatewayClass, Gateway and routes, by the kind their statuses name.
+    std::map<std::string, KubeResource> gateway_api_resources;
     // A pass that failed is retried after a jittered exponential backoff.
     absl::Duration min_backoff = absl::Milliseconds(200);
     absl::Duration max_backoff = absl::Seconds(5);
@@ -67,6 +76,8 @@ class KubeStatusWriter {
   // The statuses to publish (the latest translation's) and the object
   // versions they are about. Thread-safe; wakes the writer.
   void Update(const StatusMap& statuses, const ObservedObjects& observed);
+  // The Gateway API statuses to publish. Thread-safe; wakes the writer.
+  void UpdateGatewayApi(const gateway_api::GatewayApiStatuses& statuses);
   // Runs Sync() after every Update() and leadership change, on a Poller.
   void Start();
   void Stop() { poller_.Stop(); }
@@ -85,6 +96,12 @@ class KubeStatusWriter {
   // Writes one status unless the stored one already says the same.
   absl::Status WriteOne(const Leadership& leadership, const ObjectKey& key,
                         const Desired& desired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // Writes the Gateway API statuses that differ from what is known stored.
+  absl::Status SyncGatewayApi(const Leadership& leadership)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  absl::Status WriteGatewayApiOne(const Leadership& leadership, const KubeResource& resource,
+                                  const gateway_api::GatewayApiStatus& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
   // The stored object with `status` in place of its status, ready to PUT.
   nlohmann::json WithStatus(const Leadership& leadership, const nlohmann::json& stored,
                             const nlohmann::json& content) const;
@@ -107,12 +124,15 @@ class KubeStatusWriter {
   absl::Mutex mu_;
   StatusMap statuses_ ABSL_GUARDED_BY(mu_);
   ObservedObjects observed_ ABSL_GUARDED_BY(mu_);
+  gateway_api::GatewayApiStatuses gateway_api_ ABSL_GUARDED_BY(mu_);
 
   // Sync() only, one caller at a time.
   absl::Mutex sync_mu_;
   int64_t term_ ABSL_GUARDED_BY(sync_mu_) = 0;  // 0: nothing known for any term
   // What this term found stored or wrote: uid and content text, by object.
   std::map<ObjectKey, std::pair<std::string, std::string>> known_ ABSL_GUARDED_BY(sync_mu_);
+  // Gateway API objects: their status as this term last read or wrote it.
+  std::map<ObjectKey, nlohmann::json> known_gateway_api_ ABSL_GUARDED_BY(sync_mu_);
 };
 
 }  // namespace holdfast

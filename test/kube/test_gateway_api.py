@@ -175,6 +175,43 @@ def test_gateway_api_served_to_a_grpc_client(kube, kube_binaries, procs, tmp_pat
     now = served(admin)
     assert (CLA, GRPC_CLUSTER) in now
     assert_no_nack(admin, client.node_id)
+
+    # The statuses, as the replica (the leader of one) wrote them to the
+    # API server, each about the generation it read.
+    def api_status(kind, name, ns):
+        obj = kube.admin.get(f"{GROUP}/v1", kind, name, ns)
+        return obj, (obj or {}).get("status") or {}
+
+    def condition(conditions, type_):
+        return next((c for c in conditions if c["type"] == type_), {})
+
+    def parent_conditions(status):
+        return [p for p in status.get("parents", [])
+                if p.get("controllerName") == "holdfast.dev/gateway-controller"]
+
+    obj, status = wait_for(lambda: api_status("GatewayClass", "holdfast", None),
+                           lambda r: condition(r[1].get("conditions", []), "Accepted"),
+                           timeout=TIMEOUT, what="the GatewayClass status on the API server")
+    accepted = condition(status["conditions"], "Accepted")
+    assert accepted["status"] == "True", status
+    assert accepted["observedGeneration"] == obj["metadata"]["generation"], (obj, status)
+    _, status = wait_for(lambda: api_status("Gateway", "gw", "infra"),
+                         lambda r: condition(r[1].get("conditions", []), "Programmed"),
+                         timeout=TIMEOUT, what="the Gateway status on the API server")
+    assert condition(status["conditions"], "Programmed")["status"] == "True", status
+    assert any(listener.get("attachedRoutes", 0) >= 1 for listener in status["listeners"]), status
+    _, status = wait_for(lambda: api_status("HTTPRoute", "missing", "apps"),
+                         lambda r: parent_conditions(r[1]), timeout=TIMEOUT,
+                         what="the HTTPRoute status on the API server")
+    resolved = condition(parent_conditions(status)[0]["conditions"], "ResolvedRefs")
+    assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound"), status
+    # The cross-namespace route, allowed since the ReferenceGrant.
+    _, status = wait_for(
+        lambda: api_status("HTTPRoute", "cross", "other"),
+        lambda r: parent_conditions(r[1]) and condition(
+            parent_conditions(r[1])[0]["conditions"], "ResolvedRefs").get("status") == "True",
+        timeout=TIMEOUT, what="the cross-namespace HTTPRoute resolved on the API server")
+    print("HTTPRoute other/cross status:", json.dumps(status))
     # Stopped before the API server (the fixture's teardown), whose graceful
     # shutdown would otherwise wait for holdfast's open watches.
     assert holdfast.stop() == 0

@@ -9,12 +9,15 @@
 #include "gtest/gtest.h"
 #include "src/election/kube_lease_backend.h"
 #include "src/election/kube_lease_store.h"
+#include "src/gateway_api/objects.h"
 #include "src/kube/fake_kube_api.h"
 
 namespace holdfast {
 namespace {
 
 const KubeResource kUpstreams{"holdfast.dev", "v1", "upstreams", "Upstream"};
+const KubeResource kGatewayClasses{"gateway.networking.k8s.io", "v1", "gatewayclasses",
+                                   "GatewayClass"};
 const ObjectKey kApi{"Upstream", "shop", "api"};
 
 nlohmann::json Upstream(const std::string& uid, int64_t generation) {
@@ -39,8 +42,11 @@ class KubeStatusWriterTest : public ::testing::Test {
         elector_(LeaseElector::Options{.prefix = "kubernetes/holdfast-system/holdfast-leader/",
                                        .replica_id = "a"},
                  &backend_, clock_, random_, &metrics_),
-        writer_(KubeStatusWriter::Options{.replica_id = "a", .resources = {kUpstreams}}, &api_,
-                &elector_, &lease_store_, clock_, random_, &metrics_) {}
+        writer_(KubeStatusWriter::Options{
+                    .replica_id = "a",
+                    .resources = {kUpstreams},
+                    .gateway_api_resources = {{gateway_api::kGatewayClassKind, kGatewayClasses}}},
+                &api_, &elector_, &lease_store_, clock_, random_, &metrics_) {}
 
   void Lead() {
     elector_.Tick();
@@ -223,6 +229,40 @@ TEST_F(KubeStatusWriterTest, ANewTermConvergesWhatAnEarlierTermLeft) {
   elector_.Tick();  // campaigns again
   elector_.Tick();
   ASSERT_TRUE(elector_.Current().is_leader);
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes);
+}
+
+gateway_api::GatewayApiStatus ClassAccepted(int64_t generation) {
+  gateway_api::GatewayApiStatus status;
+  status.key = {gateway_api::kGatewayClassKind, "", "holdfast"};
+  status.generation = generation;
+  status.conditions = {{.type = "Accepted", .status = true, .reason = "Accepted"}};
+  return status;
+}
+
+TEST_F(KubeStatusWriterTest, GatewayApiStatusesAreWrittenByTheLeaderForTheirGeneration) {
+  api_.Put(kGatewayClasses, {{"metadata", {{"name", "holdfast"}, {"generation", 2}}},
+                             {"spec", {{"controllerName", "holdfast.dev/gateway-controller"}}}});
+  writer_.UpdateGatewayApi({{ClassAccepted(2).key, ClassAccepted(2)}});
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), 0) << "a follower wrote";
+
+  Lead();
+  ASSERT_TRUE(writer_.Sync().ok());
+  absl::StatusOr<nlohmann::json> stored = api_.Get(kGatewayClasses, "", "holdfast");
+  ASSERT_TRUE(stored.ok());
+  const nlohmann::json& condition = (*stored)["status"]["conditions"][0];
+  EXPECT_EQ(condition["type"], "Accepted");
+  EXPECT_EQ(condition["status"], "True");
+  EXPECT_EQ(condition["observedGeneration"], 2);
+  const int writes = api_.calls(FakeKubeApi::Call::kUpdateStatus);
+  EXPECT_EQ(writes, 1);
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes) << "unchanged: not rewritten";
+
+  // About generation 1 while the object is at 2: left for the next translation.
+  writer_.UpdateGatewayApi({{ClassAccepted(1).key, ClassAccepted(1)}});
   ASSERT_TRUE(writer_.Sync().ok());
   EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes);
 }
