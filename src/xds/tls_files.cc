@@ -82,7 +82,10 @@ absl::Status CheckCaBundle(const XdsTlsOptions& tls, const std::string& ca_pem) 
   return absl::OkStatus();
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& content) {
+// `mtime` in whole seconds: gRPC's provider notices a file replaced while
+// it read the key and certificate by comparing modification times in
+// seconds, so each generation's files get a time of their own.
+absl::Status WriteFile(const std::string& path, const std::string& content, time_t mtime) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", strerror(errno)));
   absl::Cleanup close_fd = [fd] { close(fd); };
@@ -92,6 +95,10 @@ absl::Status WriteFile(const std::string& path, const std::string& content) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
     written += static_cast<size_t>(n);
+  }
+  const struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
+  if (futimens(fd, times) != 0) {
+    return absl::InternalError(absl::StrCat("cannot set the time of ", path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -137,9 +144,10 @@ absl::Status StagedTlsFiles::WriteGeneration(int generation, const TlsMaterial& 
   if (mkdir(dir.c_str(), 0700) != 0) {
     return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", strerror(errno)));
   }
-  if (absl::Status s = WriteFile(dir + "/cert.pem", material.cert_pem); !s.ok()) return s;
-  if (absl::Status s = WriteFile(dir + "/key.pem", material.key_pem); !s.ok()) return s;
-  return WriteFile(dir + "/ca.pem", material.ca_pem);
+  const time_t mtime = base_time_ + generation;
+  if (absl::Status s = WriteFile(dir + "/cert.pem", material.cert_pem, mtime); !s.ok()) return s;
+  if (absl::Status s = WriteFile(dir + "/key.pem", material.key_pem, mtime); !s.ok()) return s;
+  return WriteFile(dir + "/ca.pem", material.ca_pem, mtime);
 }
 
 absl::Status StagedTlsFiles::Replace(const TlsMaterial& material) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -33,8 +34,10 @@ absl::StatusOr<TlsMaterial> ReadTlsMaterial(const XdsTlsOptions& tls);
 // A private copy of checked TLS material, in a directory of mode 0700 that
 // only this object writes, for gRPC's file-watching certificate provider
 // to read. Replace() writes the new files into a new subdirectory and
-// swaps the `current` symlink to it in one rename, so a reader sees the
-// old key and certificate or the new ones, never one of each, and only
+// swaps the `current` symlink to it in one rename, and gives each
+// generation's files a modification time of their own (gRPC re-reads a pair
+// whose times changed while it read them), so a reader sees the old key and
+// certificate or the new ones, never one of each, and only
 // material that passed ReadTlsMaterial's checks ever reaches gRPC. The
 // directory is removed on destruction. Not thread-safe.
 class StagedTlsFiles {
@@ -49,10 +52,11 @@ class StagedTlsFiles {
   std::string ca_path() const { return dir_ + "/current/ca.pem"; }
 
  private:
-  explicit StagedTlsFiles(std::string dir) : dir_(std::move(dir)) {}
+  explicit StagedTlsFiles(std::string dir) : dir_(std::move(dir)), base_time_(time(nullptr)) {}
   absl::Status WriteGeneration(int generation, const TlsMaterial& material);
 
   const std::string dir_;
+  const time_t base_time_;  // generation N's files are modified at base_time_ + N
   int generation_ = 0;
 };
 
