@@ -666,13 +666,17 @@ TEST_F(IdentityTest, RotatedFilesServeNewConnectionsAndKeepOpenStreams) {
   Install("two");
   // A client of the new CA connects once the files have been reloaded
   // (two checks a second apart, then gRPC's one-second refresh).
+  for (int i = 0; i < 100 && server_->TlsState().reloads == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(server_->TlsState().reloads, 1u);
   bool connected = false;
-  for (int attempt = 0; attempt < 20 && !connected; ++attempt) {
+  for (int attempt = 0; attempt < 40 && !connected; ++attempt) {
     auto stream = Open(ClientOf("two"), "proxy-1", 100 + attempt);
     connected = stream->Next(absl::Seconds(2)).has_value();
+    if (!connected) absl::SleepFor(absl::Milliseconds(250));
   }
   EXPECT_TRUE(connected);
-  EXPECT_EQ(server_->TlsState().reloads, 1u);
   // A client that trusts only the old CA no longer verifies the server.
   EXPECT_FALSE(Open(ClientOf("one"), "proxy-1", 999)->Next(absl::Seconds(3)).has_value());
   // The stream opened before the rotation still gets updates.
