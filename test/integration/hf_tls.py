@@ -38,12 +38,14 @@ class TestCa:
                  "-subj", f"/CN={name}", "-keyout", self._key, "-out", self.cert_file,
                  cwd=self.dir)
 
-    def issue(self, name: str, ip: str = "127.0.0.1", dns: str = "") -> Certificate:
+    def issue(self, name: str, ip: str = "127.0.0.1", dns: str = "",
+              uri: str = "") -> Certificate:
         """A certificate for `ip` (subjectAltName, with `dns` as a DNS name
-        too if given), good for servers and clients, signed by this CA."""
+        and `uri` as a URI too if given), good for servers and clients,
+        signed by this CA."""
         key, csr, cert = (self.dir / f"{name}.{ext}" for ext in ("key", "csr", "crt"))
         ext = self.dir / f"{name}.ext"
-        san = f"IP:{ip}" + (f",DNS:{dns}" if dns else "")
+        san = f"IP:{ip}" + (f",DNS:{dns}" if dns else "") + (f",URI:{uri}" if uri else "")
         ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth,clientAuth\n")
         _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
                  "-keyout", key, "-out", csr, cwd=self.dir)

@@ -6,6 +6,7 @@ TLS, a client certificate whose DNS SAN is the node id it may use, printing
 every response and how its stream ended."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,18 +49,19 @@ def install(pki: Pki, live: Path) -> None:
         os.replace(tmp, live / name)
 
 
-def start_holdfast(world, live: Path):
+def start_holdfast(world, live: Path, identity: str = "san-dns", group: str = "identity"):
     world.holdfast.start(extra_args=[
         "--tls-cert", live / "server.crt", "--tls-key", live / "server.key",
         "--tls-client-ca", live / "client-ca.crt",
-        "--xds-client-identity", "san-dns", "--node-group", "identity"])
+        "--xds-client-identity", identity, "--node-group", group])
     world.holdfast.wait_ready()
     return world.holdfast
 
 
-def start_client(world, pki: Pki, node_id: str, cert_of: str = "", cluster: str = ""):
-    cert = pki.client_cert(cert_of or node_id)
-    return world.procs.start(f"client-{node_id}", [
+def start_client(world, pki: Pki, node_id: str, cert_of: str = "", cluster: str = "",
+                 cert=None):
+    cert = cert or pki.client_cert(cert_of or node_id)
+    return world.procs.start(f"client-{node_id.replace('/', '_')}", [
         client_binary(), "--target", f"127.0.0.1:{world.holdfast.xds_port}",
         "--ca", pki.server_ca.cert_file, "--cert", cert.cert_file, "--key", cert.key_file,
         "--node-id", node_id, "--cluster", cluster], capture_lines=True)
@@ -166,3 +168,46 @@ def test_a_bad_new_key_keeps_the_old_files_served(world, tmp_path):
     wait_for(lambda: responses(client), lambda r: len(r) >= 1, timeout=START_TIMEOUT,
              what="a client to be served with the old files")
     assert holdfast.admin.get("/readyz")[0] == 200
+
+
+def test_spiffe_ids_pick_the_namespace_group(world, tmp_path):
+    pki = Pki(tmp_path, "one")
+    live = tmp_path / "live"
+    install(pki, live)
+    holdfast = start_holdfast(world, live, identity="spiffe:cluster.local",
+                              group="spiffe-namespace")
+    spiffe = "spiffe://cluster.local/ns/shop/sa/gateway"
+    svid = pki.client_ca.issue("gateway", uri=spiffe)
+    client = start_client(world, pki, spiffe, cert=svid, cluster="payments")
+    wait_for(lambda: responses(client), lambda r: len(r) >= 1, timeout=START_TIMEOUT,
+             what="the SPIFFE client's first response")
+    proxy = holdfast.admin.proxy(spiffe)
+    assert proxy["group"] == "shop" and proxy["identity"] == spiffe, proxy
+    # Another trust domain's SVID is refused, whatever it claims.
+    other = pki.client_ca.issue("other", uri="spiffe://evil.test/ns/shop/sa/gateway")
+    refused = start_client(world, pki, "spiffe://evil.test/ns/shop/sa/gateway", cert=other)
+    status = wait_for(lambda: ended(refused), lambda s: len(s) == 1, timeout=START_TIMEOUT,
+                      what="the other trust domain's stream to end")[0]
+    assert status.startswith(f"status {PERMISSION_DENIED} ") and "trust domain" in status, status
+    assert holdfast.admin.metric("holdfast_xds_identity_refusals_total", reason="no_identity") == 1
+
+
+def test_flags_that_would_trust_the_clients_claim_are_refused_at_start(binaries, tmp_path):
+    pki = Pki(tmp_path, "one")
+    (tmp_path / "empty").mkdir()
+    tls = ["--tls-cert", pki.server.cert_file, "--tls-key", pki.server.key_file]
+    mutual = [*tls, "--tls-client-ca", pki.client_ca.cert_file]
+    cases = [
+        ([*tls, "--xds-client-identity", "san-dns"], "needs mutual TLS"),
+        ([*mutual, "--xds-client-identity", "san-dns", "--node-group", "cluster"],
+         "takes the group from what the client claims"),
+        ([*mutual, "--node-group", "identity"], "needs --xds-client-identity"),
+        ([*mutual, "--xds-client-identity", "cn"], "expected none, common-name"),
+    ]
+    for flags, message in cases:
+        r = subprocess.run([str(binaries.holdfast), "serve", "--config-dir", str(tmp_path / "empty"),
+                            "--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+                            "--state-dir", str(tmp_path / "state"), *map(str, flags)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, (flags, r.returncode, r.stderr)
+        assert message in r.stderr, (flags, r.stderr)
