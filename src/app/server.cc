@@ -1,9 +1,9 @@
 #include "src/app/server.h"
 
-#include "src/app/etcd_flags.h"
-#include "src/app/readiness.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "src/app/etcd_flags.h"
+#include "src/app/readiness.h"
 #include "src/common/log.h"
 
 namespace holdfast {

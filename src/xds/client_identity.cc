@@ -41,6 +41,12 @@ bool IsPathSegment(absl::string_view text) {
   return true;
 }
 
+IdentityCheck Accept(VerifiedIdentity verified) {
+  IdentityCheck check;
+  check.verified = std::move(verified);
+  return check;
+}
+
 std::string OneOf(const std::vector<std::string>& values) {
   if (values.size() == 1) return Quote(values.front());
   std::vector<std::string> quoted;
@@ -105,17 +111,19 @@ IdentityCheck ClientIdentityPolicy::Refuse(IdentityRefusal reason, std::string e
   check.reason = reason;
   check.expected = std::move(expected);
   check.message = absl::StrCat("holdfast: node.id ", Quote(node_id),
-                               " is not the identity of the client certificate (",
-                               check.expected, "; --xds-client-identity ", spec_, ")");
+                               " is not the identity of the client certificate (", check.expected,
+                               "; --xds-client-identity ", spec_, ")");
   return check;
 }
 
 IdentityCheck ClientIdentityPolicy::Check(const PeerCertificate& cert,
                                           absl::string_view node_id) const {
-  if (mode_ == Mode::kNone) return IdentityCheck{.verified = VerifiedIdentity{std::string(node_id)}};
+  if (mode_ == Mode::kNone) return Accept(VerifiedIdentity{std::string(node_id), ""});
   if (!cert.present) {
-    return Refuse(IdentityRefusal::kNoCertificate, "the connection has no verified client "
-                  "certificate", node_id);
+    return Refuse(IdentityRefusal::kNoCertificate,
+                  "the connection has no verified client "
+                  "certificate",
+                  node_id);
   }
   if (mode_ == Mode::kSpiffe) return CheckSpiffe(cert, node_id);
   std::vector<std::string> candidates;
@@ -132,9 +140,9 @@ IdentityCheck ClientIdentityPolicy::Check(const PeerCertificate& cert,
   }
   for (const std::string& candidate : candidates) {
     // DNS names compare without case, as DNS does; other names exactly.
-    const bool same = mode_ == Mode::kSanDns ? absl::EqualsIgnoreCase(candidate, node_id)
-                                             : candidate == node_id;
-    if (same) return IdentityCheck{.verified = VerifiedIdentity{candidate}};
+    const bool same =
+        mode_ == Mode::kSanDns ? absl::EqualsIgnoreCase(candidate, node_id) : candidate == node_id;
+    if (same) return Accept(VerifiedIdentity{candidate, ""});
   }
   return Refuse(IdentityRefusal::kMismatch, absl::StrCat("expected ", OneOf(candidates)), node_id);
 }
@@ -170,7 +178,7 @@ IdentityCheck ClientIdentityPolicy::CheckSpiffe(const PeerCertificate& cert,
     return Refuse(IdentityRefusal::kMismatch, absl::StrCat("expected ", Quote(ids.front())),
                   node_id);
   }
-  return IdentityCheck{.verified = VerifiedIdentity{ids.front(), id->ns}};
+  return Accept(VerifiedIdentity{ids.front(), id->ns});
 }
 
 }  // namespace holdfast

@@ -23,7 +23,7 @@ std::optional<SpiffeId> ParseSpiffeId(absl::string_view uri);
 
 // The identity a certificate proved and the node id it was matched with.
 struct VerifiedIdentity {
-  std::string identity;         // equal to the node id
+  std::string identity;          // equal to the node id
   std::string spiffe_namespace;  // set in spiffe mode
 };
 

@@ -20,8 +20,9 @@ absl::StatusOr<NodeGrouper> NodeGrouper::Parse(const std::string& spec, std::str
     grouper.source_ = Source::kMetadata;
     grouper.metadata_key_ = spec.substr(9);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node group \"", spec, "\": expected none, cluster, metadata:KEY, identity or spiffe-namespace"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node group \"", spec,
+                     "\": expected none, cluster, metadata:KEY, identity or spiffe-namespace"));
   }
   return grouper;
 }
@@ -31,11 +32,10 @@ std::string NodeGrouper::GroupOf(const envoy::config::core::v3::Node& node,
   switch (source_) {
     case Source::kIdentity:
       return verified == nullptr || verified->identity.empty() ? default_group_
-                                                                : verified->identity;
+                                                               : verified->identity;
     case Source::kSpiffeNamespace:
-      return verified == nullptr || verified->spiffe_namespace.empty()
-                 ? default_group_
-                 : verified->spiffe_namespace;
+      return verified == nullptr || verified->spiffe_namespace.empty() ? default_group_
+                                                                       : verified->spiffe_namespace;
     case Source::kNone:
       return default_group_;
     case Source::kCluster:
@@ -60,17 +60,18 @@ absl::Status CheckGroupingTrust(const NodeGrouper& grouper, const std::string& g
         " needs mutual TLS on the xDS port (--tls-cert, --tls-key and --tls-client-ca)"));
   }
   if (identity.enabled() && grouper.claimed_by_client()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--node-group ", group_spec, " takes the group from what the client claims; with "
-        "--xds-client-identity use --node-group identity, spiffe-namespace or none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-group ", group_spec,
+                     " takes the group from what the client claims; with "
+                     "--xds-client-identity use --node-group identity, spiffe-namespace or none"));
   }
   if (grouper.needs_identity() && !identity.enabled()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--node-group ", group_spec, " needs --xds-client-identity"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-group ", group_spec, " needs --xds-client-identity"));
   }
   if (grouper.needs_spiffe() && !identity.spiffe()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--node-group ", group_spec, " needs --xds-client-identity spiffe"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-group ", group_spec, " needs --xds-client-identity spiffe"));
   }
   return absl::OkStatus();
 }

@@ -13,8 +13,8 @@ std::atomic<uint64_t> next_stream_id{1};
 XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
                             ProtocolFactory make_protocol, std::string fixed_type_url,
                             std::string peer, PeerCertificate cert) {
-  auto stream = std::shared_ptr<XdsStream>(
-      new XdsStream(context, kind, std::move(peer), std::move(cert)));
+  auto stream =
+      std::shared_ptr<XdsStream>(new XdsStream(context, kind, std::move(peer), std::move(cert)));
   XdsStream* raw = stream.get();
   {
     absl::MutexLock lock(&raw->mu_);

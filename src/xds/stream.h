@@ -11,8 +11,8 @@
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "src/common/clock.h"
-#include "src/xds/client_identity.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/xds/client_identity.h"
 #include "src/xds/first_request_deadline.h"
 #include "src/xds/node_group.h"
 #include "src/xds/proxy_state.h"
@@ -90,8 +90,7 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
   void OnDone() override;
 
  private:
-  XdsStream(const StreamContext& context, std::string kind, std::string peer,
-            PeerCertificate cert);
+  XdsStream(const StreamContext& context, std::string kind, std::string peer, PeerCertificate cert);
   // Checks the first request's node against the certificate. On refusal
   // ends the stream (PERMISSION_DENIED) and returns false.
   bool CheckIdentityLocked(const envoy::config::core::v3::Node& node)

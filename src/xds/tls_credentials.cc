@@ -35,9 +35,9 @@ XdsCredentials::XdsCredentials(const XdsTlsOptions& tls, const Clock& clock,
   failures_ = metrics->GetCounter(
       "holdfast_xds_tls_reload_failures_total",
       "Times changed xDS TLS files were refused (the previous ones kept being served)");
-  failing_ = metrics->GetGauge(
-      "holdfast_xds_tls_reload_failing",
-      "1 while the xDS TLS files on disk are refused and older ones are served");
+  failing_ =
+      metrics->GetGauge("holdfast_xds_tls_reload_failing",
+                        "1 while the xDS TLS files on disk are refused and older ones are served");
 }
 
 absl::StatusOr<std::unique_ptr<XdsCredentials>> XdsCredentials::Create(const XdsTlsOptions& tls,
@@ -65,8 +65,7 @@ absl::StatusOr<std::unique_ptr<XdsCredentials>> XdsCredentials::Create(const Xds
   const StagedTlsFiles& files = *credentials->staged_;
   // The provider reads the files once here, then every refresh interval.
   credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      files.key_path(), files.cert_path(), mutual ? files.ca_path() : "",
-      kProviderRefreshSeconds);
+      files.key_path(), files.cert_path(), mutual ? files.ca_path() : "", kProviderRefreshSeconds);
   grpc::experimental::TlsServerCredentialsOptions options(credentials->provider_);
   options.watch_identity_key_cert_pairs();
   if (mutual) {
@@ -79,11 +78,15 @@ absl::StatusOr<std::unique_ptr<XdsCredentials>> XdsCredentials::Create(const Xds
   if (credentials->credentials_ == nullptr) {
     return absl::InternalError("gRPC refused the xDS TLS credentials");
   }
-  absl::MutexLock lock(&credentials->mu_);
-  credentials->state_.enabled = true;
-  credentials->state_.files = tls;
-  credentials->state_.loaded_at = clock.Now();
+  credentials->MarkLoaded();
   return credentials;
+}
+
+void XdsCredentials::MarkLoaded() {
+  absl::MutexLock lock(&mu_);
+  state_.enabled = true;
+  state_.files = tls_;
+  state_.loaded_at = clock_.Now();
 }
 
 void XdsCredentials::CheckFiles() {
@@ -110,8 +113,10 @@ void XdsCredentials::Reload() {
     failing_->Set(1);
     // Once per distinct problem: the files are re-read only when they change.
     if (state_.error != status.message()) {
-      LogWarning("xds TLS: the changed files are not used, new connections keep the previous "
-                 "ones: %s", status.message());
+      LogWarning(
+          "xds TLS: the changed files are not used, new connections keep the previous "
+          "ones: %s",
+          status.message());
       state_.error_since = clock_.Now();
     }
     state_.error = std::string(status.message());
@@ -125,11 +130,11 @@ void XdsCredentials::Reload() {
   ++state_.reloads;
   state_.loaded_at = clock_.Now();
   reloads_->Increment();
-  LogInfo("xds TLS: loaded the changed files of --tls-cert %s, --tls-key %s%s%s for new "
-          "connections (gRPC reads them within %ds); open streams keep theirs",
-          tls_.cert_file, tls_.key_file,
-          tls_.client_ca_file.empty() ? "" : ", --tls-client-ca ", tls_.client_ca_file,
-          kProviderRefreshSeconds);
+  LogInfo(
+      "xds TLS: loaded the changed files of --tls-cert %s, --tls-key %s%s%s for new "
+      "connections (gRPC reads them within %ds); open streams keep theirs",
+      tls_.cert_file, tls_.key_file, tls_.client_ca_file.empty() ? "" : ", --tls-client-ca ",
+      tls_.client_ca_file, kProviderRefreshSeconds);
 }
 
 TlsReloadState XdsCredentials::State() const {

@@ -61,6 +61,7 @@ class XdsCredentials {
 
  private:
   XdsCredentials(const XdsTlsOptions& tls, const Clock& clock, MetricsRegistry* metrics);
+  void MarkLoaded();  // TLS material is served from now on
   void Reload();
 
   const XdsTlsOptions tls_;
@@ -72,8 +73,8 @@ class XdsCredentials {
   std::unique_ptr<StagedTlsFiles> staged_;
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   // Touched only by CheckFiles (one thread).
-  std::string seen_signature_;     // the files' metadata at the last call
-  std::string loaded_signature_;   // ... when they were last read
+  std::string seen_signature_;    // the files' metadata at the last call
+  std::string loaded_signature_;  // ... when they were last read
   TlsMaterial served_;
 
   mutable absl::Mutex mu_;

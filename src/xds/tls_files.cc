@@ -74,9 +74,8 @@ absl::Status CheckCaBundle(const XdsTlsOptions& tls, const std::string& ca_pem) 
   X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);
   if (cert == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("--tls-client-ca ", tls.client_ca_file,
-                                                   ": not a PEM certificate (", OpenSslError(),
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-client-ca ", tls.client_ca_file, ": not a PEM certificate (", OpenSslError(), ")"));
   }
   X509_free(cert);
   return absl::OkStatus();
@@ -87,18 +86,21 @@ absl::Status CheckCaBundle(const XdsTlsOptions& tls, const std::string& ca_pem) 
 // seconds, so each generation's files get a time of their own.
 absl::Status WriteFile(const std::string& path, const std::string& content, time_t mtime) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", strerror(errno)));
+  if (fd < 0)
+    return absl::InternalError(absl::StrCat("cannot create ", path, ": ", strerror(errno)));
   absl::Cleanup close_fd = [fd] { close(fd); };
   size_t written = 0;
   while (written < content.size()) {
     ssize_t n = write(fd, content.data() + written, content.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+    if (n < 0)
+      return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
     written += static_cast<size_t>(n);
   }
   const struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
   if (futimens(fd, times) != 0) {
-    return absl::InternalError(absl::StrCat("cannot set the time of ", path, ": ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot set the time of ", path, ": ", strerror(errno)));
   }
   return absl::OkStatus();
 }

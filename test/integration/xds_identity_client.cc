@@ -10,12 +10,12 @@
 //
 // It runs until its stream ends or it is killed.
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"

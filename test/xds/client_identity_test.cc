@@ -32,21 +32,20 @@ TEST(SpiffeIdTest, ParsesTheKubernetesShape) {
 }
 
 TEST(SpiffeIdTest, RefusesOtherShapes) {
-  for (const char* uri : {"https://cluster.local/ns/shop/sa/gateway", "spiffe://cluster.local",
-                          "spiffe://cluster.local/ns/shop", "spiffe:///ns/shop/sa/gateway",
-                          "spiffe://Cluster.Local/ns/shop/sa/gateway",
-                          "spiffe://cluster.local/ns//sa/gateway",
-                          "spiffe://cluster.local/ns/shop/sa/gateway/extra",
-                          "spiffe://cluster.local/ns/shop/sa/gate?way",
-                          "spiffe://cluster.local/ns/../sa/gateway",
-                          "spiffe://cluster.local/sa/gateway/ns/shop"}) {
+  for (const char* uri :
+       {"https://cluster.local/ns/shop/sa/gateway", "spiffe://cluster.local",
+        "spiffe://cluster.local/ns/shop", "spiffe:///ns/shop/sa/gateway",
+        "spiffe://Cluster.Local/ns/shop/sa/gateway", "spiffe://cluster.local/ns//sa/gateway",
+        "spiffe://cluster.local/ns/shop/sa/gateway/extra",
+        "spiffe://cluster.local/ns/shop/sa/gate?way", "spiffe://cluster.local/ns/../sa/gateway",
+        "spiffe://cluster.local/sa/gateway/ns/shop"}) {
     EXPECT_FALSE(ParseSpiffeId(uri).has_value()) << uri;
   }
 }
 
 TEST(ClientIdentityPolicyTest, ParsesEveryModeAndRefusesOthers) {
-  for (const char* spec : {"none", "", "common-name", "san-dns", "san-uri", "spiffe",
-                           "spiffe:cluster.local"}) {
+  for (const char* spec :
+       {"none", "", "common-name", "san-dns", "san-uri", "spiffe", "spiffe:cluster.local"}) {
     EXPECT_TRUE(ClientIdentityPolicy::Parse(spec).ok()) << spec;
   }
   for (const char* spec : {"cn", "spiffe:", "spiffe:Bad/Domain", "SAN-DNS", "metadata:x"}) {
@@ -136,8 +135,8 @@ TEST(ClientIdentityPolicyTest, SpiffeRefusals) {
       Cert("", {}, {kSpiffe, "spiffe://cluster.local/ns/pay/sa/x"}), kSpiffe);
   EXPECT_EQ(two.reason, IdentityRefusal::kAmbiguous);
   // A spiffe URI of another shape.
-  IdentityCheck shape = Policy("spiffe").Check(Cert("", {}, {"spiffe://td/workload"}),
-                                               "spiffe://td/workload");
+  IdentityCheck shape =
+      Policy("spiffe").Check(Cert("", {}, {"spiffe://td/workload"}), "spiffe://td/workload");
   EXPECT_EQ(shape.reason, IdentityRefusal::kNoIdentity);
   // None at all.
   EXPECT_EQ(Policy("spiffe").Check(Cert("a", {"a"}, {}), "a").reason, IdentityRefusal::kNoIdentity);

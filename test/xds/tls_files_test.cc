@@ -60,8 +60,7 @@ TEST_F(TlsFilesTest, NamesTheFlagAndTheProblem) {
        }) {
     absl::StatusOr<TlsMaterial> material = ReadTlsMaterial(c.tls);
     ASSERT_FALSE(material.ok());
-    EXPECT_NE(material.status().message().find(c.expected), std::string::npos)
-        << material.status();
+    EXPECT_NE(material.status().message().find(c.expected), std::string::npos) << material.status();
   }
 }
 

@@ -552,20 +552,20 @@ TEST_F(XdsServerTest, MutualTlsRequiresAClientCertificate) {
 // A CA in `dir`/`name`: a server certificate for 127.0.0.1 and a client
 // certificate whose DNS SAN is `client_dns`.
 bool MakePki(const std::string& dir, const std::string& name, const std::string& client_dns) {
-  std::string script = absl::StrCat(
-      "set -e; mkdir -p ", dir, "/", name, "; cd ", dir, "/", name, "; ",
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=", name,
-      "-ca -keyout ca.key -out ca.pem 2>/dev/null; ",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
-      "-out server.csr 2>/dev/null; ",
-      "printf 'subjectAltName=IP:127.0.0.1' > server.ext; ",
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-      "-days 1 -extfile server.ext -out server.pem 2>/dev/null; ",
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout client.key -out "
-      "client.csr 2>/dev/null; ",
-      "printf 'subjectAltName=DNS:", client_dns, "' > client.ext; ",
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-      "-days 1 -extfile client.ext -out client.pem 2>/dev/null");
+  std::string script =
+      absl::StrCat("set -e; mkdir -p ", dir, "/", name, "; cd ", dir, "/", name, "; ",
+                   "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=", name,
+                   "-ca -keyout ca.key -out ca.pem 2>/dev/null; ",
+                   "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+                   "-out server.csr 2>/dev/null; ",
+                   "printf 'subjectAltName=IP:127.0.0.1' > server.ext; ",
+                   "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                   "-days 1 -extfile server.ext -out server.pem 2>/dev/null; ",
+                   "openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout client.key -out "
+                   "client.csr 2>/dev/null; ",
+                   "printf 'subjectAltName=DNS:", client_dns, "' > client.ext; ",
+                   "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                   "-days 1 -extfile client.ext -out client.pem 2>/dev/null");
   return std::system(script.c_str()) == 0;
 }
 
@@ -605,8 +605,8 @@ class IdentityTest : public XdsServerTest {
     }
   }
   std::shared_ptr<grpc::ChannelCredentials> ClientOf(const std::string& pki) const {
-    return grpc::SslCredentials(
-        {ReadText(Of(pki, "ca.pem")), ReadText(Of(pki, "client.key")), ReadText(Of(pki, "client.pem"))});
+    return grpc::SslCredentials({ReadText(Of(pki, "ca.pem")), ReadText(Of(pki, "client.key")),
+                                 ReadText(Of(pki, "client.pem"))});
   }
   std::unique_ptr<SotwStream> Open(std::shared_ptr<grpc::ChannelCredentials> creds,
                                    const std::string& node_id, int channel = 0) {
