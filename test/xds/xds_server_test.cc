@@ -657,6 +657,28 @@ TEST_F(IdentityTest, ANodeClaimingAnotherIdIsRefusedWithPermissionDenied) {
   EXPECT_EQ(CounterValue("holdfast_xds_identity_refusals_total", {{"reason", "mismatch"}}), 1u);
 }
 
+TEST_F(IdentityTest, DeltaStreamsAreCheckedToo) {
+  cache_.Set("default", Chain("default", 80));
+  auto stub = AggregatedDiscoveryService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->port()), ClientOf("one")));
+  auto open = [&](const std::string& node_id) {
+    auto stream = std::make_unique<DeltaStream>([&](grpc::ClientContext* ctx) {
+      ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      return stub->DeltaAggregatedResources(ctx);
+    });
+    DeltaDiscoveryRequest request;
+    request.set_type_url(std::string(type_url::kCluster));
+    request.mutable_node()->set_id(node_id);
+    stream->Send(request);
+    return stream;
+  };
+  auto impostor = open("proxy-2");
+  EXPECT_FALSE(impostor->Next().has_value());
+  EXPECT_EQ(impostor->Close().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  auto proxy = open("proxy-1");
+  EXPECT_TRUE(proxy->Next().has_value());
+}
+
 TEST_F(IdentityTest, RotatedFilesServeNewConnectionsAndKeepOpenStreams) {
   cache_.Set("default", Chain("a", 80));
   auto old_stream = Open(ClientOf("one"), "proxy-1", 1);
