@@ -659,8 +659,8 @@ TEST_F(IdentityTest, ANodeClaimingAnotherIdIsRefusedWithPermissionDenied) {
 
 TEST_F(IdentityTest, DeltaStreamsAreCheckedToo) {
   cache_.Set("default", Chain("default", 80));
-  auto stub = AggregatedDiscoveryService::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", server_->port()), ClientOf("one")));
+  auto stub = AggregatedDiscoveryService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), ClientOf("one")));
   auto open = [&](const std::string& node_id) {
     auto stream = std::make_unique<DeltaStream>([&](grpc::ClientContext* ctx) {
       ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
