@@ -92,6 +92,9 @@ absl::Status Server::StartParts() {
   XdsServerOptions xds_options;
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
+  // The state directory is writable where the root file system is not
+  // (deploy/deployment.yaml).
+  if (!options_.state_dir.empty()) xds_options.tls.staging_dir = options_.state_dir + "/xds-tls";
   xds_options.control_plane_id = options_.control_plane_id;
   xds_options.metrics = &metrics_;
   for (auto [flag, text, out] :

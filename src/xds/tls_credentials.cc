@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<XdsCredentials>> XdsCredentials::Create(const Xds
   credentials->seen_signature_ = credentials->loaded_signature_;
   absl::StatusOr<TlsMaterial> material = ReadTlsMaterial(tls);
   if (!material.ok()) return material.status();
-  absl::StatusOr<std::unique_ptr<StagedTlsFiles>> staged = StagedTlsFiles::Create(*material);
+  absl::StatusOr<std::unique_ptr<StagedTlsFiles>> staged = StagedTlsFiles::Create(*material, tls.staging_dir);
   if (!staged.ok()) return staged.status();
   credentials->staged_ = *std::move(staged);
   credentials->served_ = *std::move(material);

@@ -126,17 +126,36 @@ absl::StatusOr<TlsMaterial> ReadTlsMaterial(const XdsTlsOptions& tls) {
   return material;
 }
 
-absl::StatusOr<std::unique_ptr<StagedTlsFiles>> StagedTlsFiles::Create(
-    const TlsMaterial& material) {
+namespace {
+
+absl::StatusOr<std::string> MakePrivateDirectory(const std::string& dir) {
   std::error_code ec;
+  if (!dir.empty()) {
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), ec);
+    if (mkdir(dir.c_str(), 0700) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", dir, " for the xDS TLS files: ", strerror(errno)));
+    }
+    return dir;
+  }
   std::filesystem::path base = std::filesystem::temp_directory_path(ec);
   if (ec) base = "/tmp";
   std::string pattern = (base / "holdfast-xds-tls-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {  // mode 0700
-    return absl::InternalError(
-        absl::StrCat("cannot create a directory for the xDS TLS files: ", strerror(errno)));
+    return absl::InternalError(absl::StrCat("cannot create a directory under ", base.string(),
+                                            " for the xDS TLS files: ", strerror(errno)));
   }
-  auto staged = std::unique_ptr<StagedTlsFiles>(new StagedTlsFiles(pattern));
+  return pattern;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StagedTlsFiles>> StagedTlsFiles::Create(const TlsMaterial& material,
+                                                                       const std::string& dir) {
+  absl::StatusOr<std::string> made = MakePrivateDirectory(dir);
+  if (!made.ok()) return made.status();
+  auto staged = std::unique_ptr<StagedTlsFiles>(new StagedTlsFiles(*made));
   if (absl::Status replaced = staged->Replace(material); !replaced.ok()) return replaced;
   return staged;
 }

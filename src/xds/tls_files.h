@@ -14,6 +14,9 @@ struct XdsTlsOptions {
   std::string cert_file;
   std::string key_file;
   std::string client_ca_file;
+  // Where the checked copy that gRPC reads is kept (StagedTlsFiles): this
+  // directory, emptied at start, or a new one under $TMPDIR when empty.
+  std::string staging_dir;
   bool enabled() const { return !cert_file.empty(); }
 };
 
@@ -42,7 +45,10 @@ absl::StatusOr<TlsMaterial> ReadTlsMaterial(const XdsTlsOptions& tls);
 // directory is removed on destruction. Not thread-safe.
 class StagedTlsFiles {
  public:
-  static absl::StatusOr<std::unique_ptr<StagedTlsFiles>> Create(const TlsMaterial& material);
+  // In `dir` (its earlier content removed: a crashed process's copy of a
+  // private key must not linger), or a new directory under $TMPDIR.
+  static absl::StatusOr<std::unique_ptr<StagedTlsFiles>> Create(const TlsMaterial& material,
+                                                                const std::string& dir = "");
   ~StagedTlsFiles();
 
   absl::Status Replace(const TlsMaterial& material);

@@ -96,5 +96,19 @@ TEST_F(TlsFilesTest, StagesPrivatelyAndSwapsKeyAndCertificateTogether) {
   EXPECT_FALSE(std::filesystem::exists(staged_dir));
 }
 
+TEST_F(TlsFilesTest, AGivenDirectoryIsEmptiedFirst) {
+  const std::string dir = Path("state/xds-tls");
+  std::filesystem::create_directories(dir + "/1");
+  std::ofstream(dir + "/1/key.pem") << "a key left by a crashed process\n";
+  const TlsMaterial a{Read(Path("a.pem")), Read(Path("a.key")), ""};
+  {
+    absl::StatusOr<std::unique_ptr<StagedTlsFiles>> staged = StagedTlsFiles::Create(a, dir);
+    ASSERT_TRUE(staged.ok()) << staged.status();
+    EXPECT_EQ((*staged)->key_path(), dir + "/current/key.pem");
+    EXPECT_EQ(Read((*staged)->key_path()), a.key_pem);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
 }  // namespace
 }  // namespace holdfast
