@@ -280,8 +280,8 @@ TEST_F(XdsServerTest, AStreamWithoutARequestIsEndedAndNeverCountedAsAProxy) {
   EXPECT_THAT(status.error_message(), ::testing::HasSubstr("no DiscoveryRequest within 30s"));
   // Counted once the check that ended the stream returns, which may be just
   // after the client sees the end.
-  EXPECT_TRUE(Eventually(
-      [&] { return CounterValue("holdfast_xds_first_request_timeouts_total") == 1u; }));
+  EXPECT_TRUE(
+      Eventually([&] { return CounterValue("holdfast_xds_first_request_timeouts_total") == 1u; }));
   EXPECT_EQ(server_->streams_awaiting_first_request(), 0u);
 
   cache_.Set("default", Chain("2", 81));
