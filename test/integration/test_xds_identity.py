@@ -116,7 +116,7 @@ def test_rotating_certificate_and_ca_keeps_every_stream(world, tmp_path):
     live = tmp_path / "live"
     install(one, live)
     holdfast = start_holdfast(world, live)
-    fleet = [start_client(world, one, f"proxy-{i}.shop.test") for i in range(6)]
+    fleet = [start_client(world, one, f"proxy-{i}.shop.test") for i in range(10)]
     for client in fleet:
         wait_for(lambda: responses(client), lambda r: len(r) >= 1, timeout=START_TIMEOUT,
                  what=f"{client.name}'s first response")
