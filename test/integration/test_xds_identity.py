@@ -216,3 +216,40 @@ def test_flags_that_would_trust_the_clients_claim_are_refused_at_start(binaries,
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, (flags, r.returncode, r.stderr)
         assert message in r.stderr, (flags, r.stderr)
+
+
+def test_grpc_go_over_mutual_tls_is_bound_to_its_certificate(world, tmp_path):
+    """A real xDS client: grpc-go's bootstrap `tls` channel credentials."""
+    one = Pki(tmp_path, "one")
+    live = tmp_path / "live"
+    install(one, live)
+    holdfast = start_holdfast(world, live)
+
+    def go_client(node_id: str, cert):
+        creds = [{"type": "tls", "config": {"ca_certificate_file": str(one.server_ca.cert_file),
+                                            "certificate_file": str(cert.cert_file),
+                                            "private_key_file": str(cert.key_file)}}]
+        return world.client("go", node_id=node_id, channel_creds=creds)
+
+    proxy_cert = one.client_cert("go-proxy.shop.test")
+    client = go_client("go-proxy.shop.test", proxy_cert)
+    client.wait_serving("alpha", timeout=START_TIMEOUT)
+    proxy = holdfast.admin.proxy("go-proxy.shop.test")
+    assert proxy["identity"] == "go-proxy.shop.test" and proxy["group"] == proxy["identity"]
+
+    # The same certificate under another node id gets nothing.
+    impostor = go_client("go-other.shop.test", proxy_cert)
+    wait_for(lambda: holdfast.admin.metric("holdfast_xds_identity_refusals_total",
+                                           reason="mismatch"),
+             lambda n: n >= 1, timeout=START_TIMEOUT, what="the impostor to be refused")
+    assert not any(line.startswith("ok ") for line in impostor.lines()), impostor.lines()[-3:]
+    assert holdfast.admin.proxy("go-other.shop.test") is None
+
+    # Rotation under the running client: its stream stays and follows changes.
+    opened = holdfast.admin.metric("holdfast_xds_streams_opened_total", kind="ads-sotw")
+    install(Pki(tmp_path, "two"), live)
+    wait_for(lambda: holdfast.admin.get_json("/debug/tls"), lambda t: t.get("reloads") == 1,
+             timeout=CONVERGE_TIMEOUT, what="holdfast to reload the rotated files")
+    world.xds.set_endpoint(world.beta.port)
+    client.wait_serving("beta", since=client.mark())
+    assert holdfast.admin.metric("holdfast_xds_streams_opened_total", kind="ads-sotw") == opened
