@@ -62,6 +62,7 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                     {"node_id", proxy.node_id},
                     {"cluster", proxy.cluster},
                     {"group", proxy.group},
+                    {"identity", proxy.identity},
                     {"user_agent", proxy.user_agent},
                     {"peer", proxy.peer},
                     {"stream", proxy.stream_kind},
@@ -69,6 +70,19 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                     {"types", types}});
   }
   return {{"proxies", list}};
+}
+
+nlohmann::json RefusalsToJson(const std::vector<IdentityRefusalRecord>& refusals) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const IdentityRefusalRecord& refusal : refusals) {
+    list.push_back({{"peer", refusal.peer},
+                    {"claimed_node_id", refusal.claimed_node_id},
+                    {"expected", refusal.expected},
+                    {"reason", refusal.reason},
+                    {"stream", refusal.stream_kind},
+                    {"at", Timestamp(refusal.at)}});
+  }
+  return list;
 }
 
 nlohmann::json ResourcesToJson(const Snapshot& snapshot) {
@@ -204,7 +218,9 @@ void AdminServer::Route() {
     return Json(SnapshotsToJson(*sources_.cache, with_resources));
   };
   routes_["/debug/proxies"] = [this](const HttpRequest&) {
-    return Json(ProxiesToJson(sources_.proxies->List()));
+    nlohmann::json page = ProxiesToJson(sources_.proxies->List());
+    page["identity_refusals"] = RefusalsToJson(sources_.proxies->Refusals());
+    return Json(page);
   };
   routes_["/debug/status"] = [this](const HttpRequest&) {
     return Json(sources_.status ? sources_.status() : nlohmann::json::object());

@@ -69,7 +69,14 @@ int main(int argc, char** argv) {
                         "PEM CA bundle: require client certificates signed by it (mutual TLS)");
   serve_cmd
       ->add_option("--node-group", serve.node_group,
-                   "Snapshot group of a node: none, cluster, or metadata:KEY")
+                   "Snapshot group of a node: none, cluster, metadata:KEY, identity or "
+                   "spiffe-namespace (the last two from the client certificate)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--xds-client-identity", serve.xds_client_identity,
+                   "With mutual TLS, refuse a stream whose node.id is not its client "
+                   "certificate's identity: none, common-name, san-dns, san-uri, spiffe or "
+                   "spiffe:TRUST_DOMAIN")
       ->capture_default_str();
   serve_cmd
       ->add_option("--control-plane-id", serve.control_plane_id,

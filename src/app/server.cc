@@ -1,5 +1,7 @@
 #include "src/app/server.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "src/app/etcd_flags.h"
 #include "src/app/readiness.h"
 #include "src/common/log.h"
@@ -22,6 +24,22 @@ void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, Metr
   }
 }
 
+nlohmann::json TlsStateJson(const TlsReloadState& state) {
+  if (!state.enabled) return {{"enabled", false}};
+  auto time = [](absl::Time t) {
+    return t == absl::InfinitePast() ? std::string() : absl::FormatTime(t, absl::UTCTimeZone());
+  };
+  return {{"enabled", true},
+          {"cert_file", state.files.cert_file},
+          {"key_file", state.files.key_file},
+          {"client_ca_file", state.files.client_ca_file},
+          {"loaded_at", time(state.loaded_at)},
+          {"reloads", state.reloads},
+          {"failures", state.failures},
+          {"error", state.error},
+          {"error_since", state.error.empty() ? std::string() : time(state.error_since)}};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& options) {
@@ -33,11 +51,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& option
 Server::Server(const ServeOptions& options)
     : options_(options), clock_(Clock::Real()), random_(Random::Real()), stats_(&metrics_) {}
 
-absl::Status Server::StartParts() {
+absl::Status Server::ParseGrouping() {
   absl::StatusOr<NodeGrouper> grouper =
       NodeGrouper::Parse(options_.node_group, cache_.default_group());
   if (!grouper.ok()) return grouper.status();
   grouper_.emplace(*std::move(grouper));
+  absl::StatusOr<ClientIdentityPolicy> identity =
+      ClientIdentityPolicy::Parse(options_.xds_client_identity);
+  if (!identity.ok()) return identity.status();
+  identity_.emplace(*std::move(identity));
+  return CheckGroupingTrust(*grouper_, options_.node_group, *identity_,
+                            options_.tls.enabled() && !options_.tls.client_ca_file.empty());
+}
+
+absl::Status Server::StartParts() {
+  if (absl::Status grouping = ParseGrouping(); !grouping.ok()) return grouping;
   absl::StatusOr<absl::Duration> grace = ParseFlagDuration("--store-grace", options_.store_grace);
   if (!grace.ok()) return grace.status();
   last_good_ = std::make_unique<LastKnownGood>(
@@ -59,10 +87,14 @@ absl::Status Server::StartParts() {
                               .grouper = &*grouper_,
                               .clock = &clock_,
                               .control_plane_id = options_.control_plane_id,
-                              .limits = StreamLimits{}};
+                              .limits = StreamLimits{},
+                              .identity = &*identity_};
   XdsServerOptions xds_options;
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
+  // The state directory is writable where the root file system is not
+  // (deploy/deployment.yaml).
+  if (!options_.state_dir.empty()) xds_options.tls.staging_dir = options_.state_dir + "/xds-tls";
   xds_options.control_plane_id = options_.control_plane_id;
   xds_options.metrics = &metrics_;
   for (auto [flag, text, out] :
@@ -77,9 +109,12 @@ absl::Status Server::StartParts() {
   absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(xds_options, context);
   if (!xds.ok()) return xds.status();
   xds_ = *std::move(xds);
-  LogInfo("xds server listening on port %d (%s)%s", xds_->port(), options_.xds_listen,
+  LogInfo("xds server listening on port %d (%s)%s%s", xds_->port(), options_.xds_listen,
           options_.tls.enabled()
               ? (options_.tls.client_ca_file.empty() ? " with TLS" : " with mutual TLS")
+              : "",
+          identity_->enabled()
+              ? absl::StrCat(", node ids bound to certificates (", identity_->spec(), ")")
               : "");
 
   collector_ = metrics_.AddCollector(
@@ -121,6 +156,7 @@ absl::Status Server::StartWebhook() {
 
 AdminSources Server::MakeAdminSources() {
   std::map<std::string, std::function<nlohmann::json()>> pages = source_->Pages();
+  pages["/debug/tls"] = [this] { return TlsStateJson(xds_->TlsState()); };
   if (const ConfigSource* config = source_->config_source(); config != nullptr) {
     pages["/debug/store"] = [this, config] {
       return StoreJson(config->health(), last_good_->state(), clock_);

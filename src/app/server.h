@@ -39,6 +39,7 @@ class Server {
  private:
   explicit Server(const ServeOptions& options);
   absl::Status StartParts();
+  absl::Status ParseGrouping();
   absl::Status StartWebhook();
   AdminSources MakeAdminSources();
 
@@ -52,6 +53,7 @@ class Server {
   EncodedBodyCache bodies_;
   ViewCache views_;
   std::optional<NodeGrouper> grouper_;  // set first thing in StartParts
+  std::optional<ClientIdentityPolicy> identity_;  // likewise
   std::unique_ptr<LastKnownGood> last_good_;
   std::unique_ptr<ServingSource> source_;
   std::unique_ptr<XdsServer> xds_;

@@ -19,6 +19,11 @@ void ProxyState::SetNode(std::string node_id, std::string cluster, std::string g
   view_.user_agent = std::move(user_agent);
 }
 
+void ProxyState::SetIdentity(std::string identity) {
+  absl::MutexLock lock(&mu_);
+  view_.identity = std::move(identity);
+}
+
 void ProxyState::RecordSent(const std::string& type_url, const std::string& version) {
   absl::MutexLock lock(&mu_);
   TypeProgress& progress = view_.types[type_url];
@@ -73,6 +78,22 @@ std::vector<ProxyView> ProxyRegistry::List() const {
 size_t ProxyRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return proxies_.size();
+}
+
+bool ProxyRegistry::RecordRefusal(IdentityRefusalRecord refusal) {
+  absl::MutexLock lock(&mu_);
+  bool first = true;
+  for (const IdentityRefusalRecord& earlier : refusals_) {
+    if (earlier.peer == refusal.peer) first = false;
+  }
+  refusals_.push_back(std::move(refusal));
+  while (refusals_.size() > kMaxRefusals) refusals_.pop_front();
+  return first;
+}
+
+std::vector<IdentityRefusalRecord> ProxyRegistry::Refusals() const {
+  absl::MutexLock lock(&mu_);
+  return {refusals_.begin(), refusals_.end()};
 }
 
 }  // namespace holdfast

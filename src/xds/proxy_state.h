@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +39,9 @@ struct ProxyView {
   std::string node_id;
   std::string cluster;
   std::string group;
+  // The identity its client certificate proved (--xds-client-identity);
+  // empty when identities are not checked.
+  std::string identity;
   std::string user_agent;
   std::string peer;
   std::string stream_kind;  // "ads-sotw", "ads-delta", "lds-sotw", ...
@@ -53,6 +57,7 @@ class ProxyState {
 
   void SetNode(std::string node_id, std::string cluster, std::string group,
                std::string user_agent);
+  void SetIdentity(std::string identity);
   void RecordSent(const std::string& type_url, const std::string& version);
   void RecordAck(const std::string& type_url, const std::string& version, absl::Time at);
   void RecordNack(const std::string& type_url, NackRecord nack);
@@ -63,17 +68,37 @@ class ProxyState {
   ProxyView view_ ABSL_GUARDED_BY(mu_);
 };
 
-// The proxies connected to this replica, one entry per stream.
+// A stream refused because its node.id is not its certificate's identity.
+struct IdentityRefusalRecord {
+  std::string peer;
+  std::string claimed_node_id;
+  std::string expected;  // what the certificate allows
+  std::string reason;    // IdentityRefusalLabel
+  std::string stream_kind;
+  absl::Time at;
+};
+
+// The proxies connected to this replica, one entry per stream, and the
+// latest identity refusals (bounded: a client retrying forever cannot grow
+// it).
 class ProxyRegistry {
  public:
+  static constexpr size_t kMaxRefusals = 64;
   void Add(std::shared_ptr<ProxyState> proxy, uint64_t stream_id);
   void Remove(uint64_t stream_id);
   std::vector<ProxyView> List() const;
   size_t size() const;
 
+  // Keeps `refusal` among the latest. False when the latest ones already
+  // hold a refusal of the same peer (connection), so callers log once per
+  // connection rather than once per retried stream.
+  bool RecordRefusal(IdentityRefusalRecord refusal);
+  std::vector<IdentityRefusalRecord> Refusals() const;
+
  private:
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::shared_ptr<ProxyState>> proxies_ ABSL_GUARDED_BY(mu_);
+  std::deque<IdentityRefusalRecord> refusals_ ABSL_GUARDED_BY(mu_);  // newest last
 };
 
 }  // namespace holdfast

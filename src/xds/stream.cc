@@ -12,8 +12,9 @@ std::atomic<uint64_t> next_stream_id{1};
 
 XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
                             ProtocolFactory make_protocol, std::string fixed_type_url,
-                            std::string peer) {
-  auto stream = std::shared_ptr<XdsStream>(new XdsStream(context, kind, std::move(peer)));
+                            std::string peer, PeerCertificate cert) {
+  auto stream =
+      std::shared_ptr<XdsStream>(new XdsStream(context, kind, std::move(peer), std::move(cert)));
   XdsStream* raw = stream.get();
   {
     absl::MutexLock lock(&raw->mu_);
@@ -32,12 +33,14 @@ XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
   return raw;
 }
 
-XdsStream::XdsStream(const StreamContext& context, std::string kind, std::string peer)
+XdsStream::XdsStream(const StreamContext& context, std::string kind, std::string peer,
+                     PeerCertificate cert)
     : context_(context),
       id_(next_stream_id.fetch_add(1)),
       kind_(kind),
       proxy_(std::make_shared<ProxyState>(id_, std::move(kind), std::move(peer),
-                                          context.clock->Now())) {}
+                                          context.clock->Now())),
+      cert_(std::move(cert)) {}
 
 bool XdsStream::EndWithoutFirstRequest() {
   absl::MutexLock lock(&mu_);
@@ -78,6 +81,7 @@ void XdsStream::OnReadDone(bool ok) {
                                 std::string(status.message())));
       return;
     }
+    if (watch_ == nullptr && !CheckIdentityLocked(*node)) return;
   }
 
   if (watch_ == nullptr) JoinGroup(*node);
@@ -87,14 +91,39 @@ void XdsStream::OnReadDone(bool ok) {
   if (!finished_) StartRead(&read_buffer_);
 }
 
+bool XdsStream::CheckIdentityLocked(const envoy::config::core::v3::Node& node) {
+  if (context_.identity == nullptr || !context_.identity->enabled()) return true;
+  IdentityCheck check = context_.identity->Check(cert_, node.id());
+  if (check.verified.has_value()) {
+    verified_ = std::move(check.verified);
+    return true;
+  }
+  const absl::string_view reason = IdentityRefusalLabel(check.reason);
+  context_.stats->IdentityRefused(reason);
+  const std::string peer = proxy_->View().peer;
+  const bool first = context_.proxies->RecordRefusal({.peer = peer,
+                                                      .claimed_node_id = node.id().substr(0, 256),
+                                                      .expected = check.expected,
+                                                      .reason = std::string(reason),
+                                                      .stream_kind = kind_,
+                                                      .at = context_.clock->Now()});
+  // Once per connection: a client that retries on the same connection
+  // would otherwise write a line per attempt.
+  Logf(first ? LogLevel::kWarning : LogLevel::kDebug, "xds stream %d (%s, %s): refused: %s", id_,
+       kind_, peer, check.message);
+  FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, check.message));
+  return false;
+}
+
 void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
   // First request: the client is a proxy now.
   if (context_.first_request != nullptr) context_.first_request->Remove(id_);
   context_.proxies->Add(proxy_, id_);
   context_.stats->StreamOpened(kind_);
   counted_ = true;
-  std::string group = context_.grouper->GroupOf(node);
+  std::string group = context_.grouper->GroupOf(node, verified_ ? &*verified_ : nullptr);
   proxy_->SetNode(node.id(), node.cluster(), group, node.user_agent_name());
+  if (verified_.has_value()) proxy_->SetIdentity(verified_->identity);
   LogDebug("xds stream %d: node %s joined group %s", id_, node.id(), group);
   // The watch is registered without mu_ held, since the cache calls
   // watchers while they may take mu_.

@@ -12,6 +12,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "src/common/clock.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/xds/client_identity.h"
 #include "src/xds/first_request_deadline.h"
 #include "src/xds/node_group.h"
 #include "src/xds/proxy_state.h"
@@ -51,6 +52,8 @@ struct StreamContext {
   FirstRequestDeadlines* first_request = nullptr;
   // Set by XdsServer: streams of one listener generation not yet done.
   std::atomic<int64_t>* open_streams = nullptr;
+  // Binds node.id to the client certificate (nullptr: not checked).
+  const ClientIdentityPolicy* identity = nullptr;
 };
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
@@ -75,17 +78,23 @@ std::unique_ptr<StreamProtocol> MakeDeltaProtocol(std::string fixed_type_url, Pr
 class XdsStream : public grpc::ServerGenericBidiReactor,
                   public std::enable_shared_from_this<XdsStream> {
  public:
-  // Creates a stream that owns itself until gRPC calls OnDone.
+  // Creates a stream that owns itself until gRPC calls OnDone. `cert` is
+  // the connection's verified client certificate, checked against the
+  // first request's node when context.identity is enabled.
   static XdsStream* Start(const StreamContext& context, std::string kind,
                           ProtocolFactory make_protocol, std::string fixed_type_url,
-                          std::string peer);
+                          std::string peer, PeerCertificate cert = {});
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnDone() override;
 
  private:
-  XdsStream(const StreamContext& context, std::string kind, std::string peer);
+  XdsStream(const StreamContext& context, std::string kind, std::string peer, PeerCertificate cert);
+  // Checks the first request's node against the certificate. On refusal
+  // ends the stream (PERMISSION_DENIED) and returns false.
+  bool CheckIdentityLocked(const envoy::config::core::v3::Node& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinGroup(const envoy::config::core::v3::Node& node);
   // Ends the stream if it has not sent a request yet; false if it has.
   bool EndWithoutFirstRequest();
@@ -97,6 +106,9 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
   const uint64_t id_;
   const std::string kind_;
   std::shared_ptr<ProxyState> proxy_;
+  const PeerCertificate cert_;
+  // Set by CheckIdentityLocked on the read path, read by JoinGroup there.
+  std::optional<VerifiedIdentity> verified_;
   // Registered in context_.proxies and counted in context_.stats. Touched
   // only by OnReadDone and OnDone, which gRPC never runs concurrently.
   bool counted_ = false;

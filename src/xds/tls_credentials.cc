@@ -1,91 +1,145 @@
 #include "src/xds/tls_credentials.h"
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
+#include <sys/stat.h>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "src/common/read_file.h"
+#include "grpcpp/security/tls_credentials_options.h"
+#include "src/common/log.h"
 
 namespace holdfast {
 namespace {
 
-constexpr int64_t kMaxPemBytes = 1 << 20;
-
-std::string OpenSslError() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "no PEM block found";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
+// What identifies a file's content without reading it: device, inode, size
+// and modification time, following symlinks (Kubernetes swaps a secret's
+// files by replacing the `..data` symlink).
+std::string FileSignature(const std::string& path) {
+  if (path.empty()) return "-";
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "missing";
+  return absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".",
+                      st.st_mtim.tv_nsec);
 }
 
-absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
-  absl::StatusOr<std::string> pem = ReadRegularFile(path, kMaxPemBytes);
-  if (!pem.ok())
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
-  return pem;
-}
-
-// Checks that `cert_pem` holds a certificate and `key_pem` the private key
-// that matches it.
-absl::Status CheckKeyPair(const XdsTlsOptions& tls, const std::string& cert_pem,
-                          const std::string& key_pem) {
-  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
-  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-  BIO_free(cert_bio);
-  if (cert == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls-cert ", tls.cert_file, ": not a PEM certificate (", OpenSslError(), ")"));
-  }
-  absl::Cleanup free_cert = [cert] { X509_free(cert); };
-  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-  BIO_free(key_bio);
-  if (key == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-key ", tls.key_file, ": not a PEM private key (", OpenSslError(), ")"));
-  }
-  absl::Cleanup free_key = [key] { EVP_PKEY_free(key); };
-  if (X509_check_private_key(cert, key) != 1) {
-    ERR_clear_error();
-    return absl::InvalidArgumentError(absl::StrCat("--tls-key ", tls.key_file,
-                                                   " does not match the certificate in --tls-cert ",
-                                                   tls.cert_file));
-  }
-  return absl::OkStatus();
+std::string FilesSignature(const XdsTlsOptions& tls) {
+  return absl::StrCat(FileSignature(tls.cert_file), "|", FileSignature(tls.key_file), "|",
+                      FileSignature(tls.client_ca_file));
 }
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeXdsCredentials(
-    const XdsTlsOptions& tls) {
+XdsCredentials::XdsCredentials(const XdsTlsOptions& tls, const Clock& clock,
+                               MetricsRegistry* metrics)
+    : tls_(tls), clock_(clock) {
+  reloads_ = metrics->GetCounter("holdfast_xds_tls_reloads_total",
+                                 "Times changed xDS TLS files were loaded for new connections");
+  failures_ = metrics->GetCounter(
+      "holdfast_xds_tls_reload_failures_total",
+      "Times changed xDS TLS files were refused (the previous ones kept being served)");
+  failing_ =
+      metrics->GetGauge("holdfast_xds_tls_reload_failing",
+                        "1 while the xDS TLS files on disk are refused and older ones are served");
+}
+
+absl::StatusOr<std::unique_ptr<XdsCredentials>> XdsCredentials::Create(const XdsTlsOptions& tls,
+                                                                       const Clock& clock,
+                                                                       MetricsRegistry* metrics) {
+  auto credentials = std::unique_ptr<XdsCredentials>(new XdsCredentials(tls, clock, metrics));
   if (!tls.enabled()) {
     if (!tls.key_file.empty() || !tls.client_ca_file.empty()) {
       return absl::InvalidArgumentError(
           "--tls-key and --tls-client-ca need --tls-cert; without it the xDS port would serve "
           "plain text");
     }
-    return grpc::InsecureServerCredentials();
+    credentials->credentials_ = grpc::InsecureServerCredentials();
+    return credentials;
   }
-  if (tls.key_file.empty()) return absl::InvalidArgumentError("--tls-cert needs --tls-key");
-  absl::StatusOr<std::string> cert = ReadPem("--tls-cert", tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPem("--tls-key", tls.key_file);
-  if (!key.ok()) return key.status();
-  if (absl::Status pair = CheckKeyPair(tls, *cert, *key); !pair.ok()) return pair;
-  grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
-  if (!tls.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadPem("--tls-client-ca", tls.client_ca_file);
-    if (!ca.ok()) return ca.status();
-    options.pem_root_certs = *ca;
-    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  credentials->loaded_signature_ = FilesSignature(tls);
+  credentials->seen_signature_ = credentials->loaded_signature_;
+  absl::StatusOr<TlsMaterial> material = ReadTlsMaterial(tls);
+  if (!material.ok()) return material.status();
+  absl::StatusOr<std::unique_ptr<StagedTlsFiles>> staged = StagedTlsFiles::Create(*material, tls.staging_dir);
+  if (!staged.ok()) return staged.status();
+  credentials->staged_ = *std::move(staged);
+  credentials->served_ = *std::move(material);
+  const bool mutual = !tls.client_ca_file.empty();
+  const StagedTlsFiles& files = *credentials->staged_;
+  // The provider reads the files once here, then every refresh interval.
+  credentials->provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key_path(), files.cert_path(), mutual ? files.ca_path() : "", kProviderRefreshSeconds);
+  grpc::experimental::TlsServerCredentialsOptions options(credentials->provider_);
+  options.watch_identity_key_cert_pairs();
+  if (mutual) {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   }
-  return grpc::SslServerCredentials(options);
+  credentials->credentials_ = grpc::experimental::TlsServerCredentials(options);
+  if (credentials->credentials_ == nullptr) {
+    return absl::InternalError("gRPC refused the xDS TLS credentials");
+  }
+  credentials->MarkLoaded();
+  return credentials;
+}
+
+void XdsCredentials::MarkLoaded() {
+  absl::MutexLock lock(&mu_);
+  state_.enabled = true;
+  state_.files = tls_;
+  state_.loaded_at = clock_.Now();
+}
+
+void XdsCredentials::CheckFiles() {
+  if (staged_ == nullptr) return;
+  const std::string signature = FilesSignature(tls_);
+  const bool settled = signature == seen_signature_;
+  seen_signature_ = signature;
+  if (!settled || signature == loaded_signature_) return;
+  loaded_signature_ = signature;
+  Reload();
+}
+
+void XdsCredentials::Reload() {
+  absl::StatusOr<TlsMaterial> material = ReadTlsMaterial(tls_);
+  absl::Status status = material.status();
+  const bool changed = material.ok() && !(*material == served_);  // else only touched
+  if (changed) {
+    status = staged_->Replace(*material);
+    if (status.ok()) served_ = *std::move(material);
+  }
+  absl::MutexLock lock(&mu_);
+  if (!status.ok()) {
+    failures_->Increment();
+    failing_->Set(1);
+    // Once per distinct problem: the files are re-read only when they change.
+    if (state_.error != status.message()) {
+      LogWarning(
+          "xds TLS: the changed files are not used, new connections keep the previous "
+          "ones: %s",
+          status.message());
+      state_.error_since = clock_.Now();
+    }
+    state_.error = std::string(status.message());
+    ++state_.failures;
+    return;
+  }
+  failing_->Set(0);
+  if (!state_.error.empty()) LogInfo("xds TLS: the files on disk are usable again");
+  state_.error.clear();
+  if (!changed) return;
+  ++state_.reloads;
+  state_.loaded_at = clock_.Now();
+  reloads_->Increment();
+  LogInfo(
+      "xds TLS: loaded the changed files of --tls-cert %s, --tls-key %s%s%s for new "
+      "connections (gRPC reads them within %ds); open streams keep theirs",
+      tls_.cert_file, tls_.key_file, tls_.client_ca_file.empty() ? "" : ", --tls-client-ca ",
+      tls_.client_ca_file, kProviderRefreshSeconds);
+}
+
+TlsReloadState XdsCredentials::State() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
 }
 
 }  // namespace holdfast

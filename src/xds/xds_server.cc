@@ -95,9 +95,14 @@ class XdsServer::Service : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     for (const Method& method : kMethods) {
       if (ctx->method() != method.path) continue;
+      // The certificate is read only when identities are checked.
+      PeerCertificate cert;
+      if (context_.identity != nullptr && context_.identity->enabled()) {
+        cert = PeerCertificateFrom(*ctx->auth_context());
+      }
       return XdsStream::Start(context_, std::string(method.kind),
                               method.delta ? &MakeDeltaProtocol : &MakeSotwProtocol,
-                              std::string(method.type_url), ctx->peer());
+                              std::string(method.type_url), ctx->peer(), std::move(cert));
     }
     return new Unimplemented(ctx->method());
   }
@@ -147,12 +152,13 @@ XdsServer::XdsServer(const XdsServerOptions& options, const StreamContext& conte
 
 absl::StatusOr<std::unique_ptr<XdsServer>> XdsServer::Start(const XdsServerOptions& options,
                                                             const StreamContext& context) {
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeXdsCredentials(options.tls);
-  if (!credentials.ok()) return credentials.status();
-
   auto server = std::unique_ptr<XdsServer>(new XdsServer(options, context));
-  server->credentials_ = *credentials;
+  MetricsRegistry* metrics =
+      options.metrics != nullptr ? options.metrics : server->own_metrics_.get();
+  absl::StatusOr<std::unique_ptr<XdsCredentials>> credentials =
+      XdsCredentials::Create(options.tls, *context.clock, metrics);
+  if (!credentials.ok()) return credentials.status();
+  server->credentials_ = *std::move(credentials);
   const ListenerObservation before = server->Observe();
   absl::StatusOr<std::unique_ptr<Generation>> first =
       server->StartGeneration(options.listen_address);
@@ -180,7 +186,7 @@ absl::StatusOr<std::unique_ptr<XdsServer::Generation>> XdsServer::StartGeneratio
   generation->service = std::make_unique<Service>(context);
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, credentials_, &generation->port);
+  builder.AddListeningPort(address, credentials_->server_credentials(), &generation->port);
   builder.RegisterCallbackGenericService(generation->service.get());
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_timeout_ms);
@@ -224,6 +230,7 @@ ListenerObservation XdsServer::Observe() const {
 }
 
 void XdsServer::Check() {
+  credentials_->CheckFiles();
   if (size_t ended = first_request_.ExpireOverdue(); ended > 0) {
     metrics_.first_request_timeouts->Increment(ended);
   }

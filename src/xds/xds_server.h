@@ -77,6 +77,8 @@ class XdsServer {
   XdsListenerStatus ListenerStatus() const;
   // How many grpc::Server generations are running (1 until a recovery).
   size_t generations() const;
+  // The TLS files' reload state (disabled without TLS).
+  TlsReloadState TlsState() const { return credentials_->State(); }
   // Streams open that have not sent a request yet.
   size_t streams_awaiting_first_request() const { return first_request_.size(); }
 
@@ -108,7 +110,7 @@ class XdsServer {
   const StreamContext context_;
   std::unique_ptr<MetricsRegistry> own_metrics_;
   Metrics metrics_;
-  std::shared_ptr<grpc::ServerCredentials> credentials_;
+  std::unique_ptr<XdsCredentials> credentials_;
   FirstRequestDeadlines first_request_;
   int port_ = 0;
 

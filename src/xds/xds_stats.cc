@@ -20,6 +20,14 @@ void XdsStats::StreamOpened(const std::string& kind) {
 
 void XdsStats::StreamClosed() { connected_->Add(-1); }
 
+void XdsStats::IdentityRefused(absl::string_view reason) {
+  registry_
+      ->GetCounter("holdfast_xds_identity_refusals_total",
+                   "xDS streams refused because node.id is not the client certificate's identity",
+                   {{"reason", std::string(reason)}})
+      ->Increment();
+}
+
 absl::string_view TypeUrlLabel(absl::string_view type_url) {
   static constexpr absl::string_view kKnown[] = {
       type_url::kListener,

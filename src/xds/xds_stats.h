@@ -22,6 +22,9 @@ class XdsStats {
 
   void StreamOpened(const std::string& kind);
   void StreamClosed();
+  // A stream refused by --xds-client-identity; `reason` is an
+  // IdentityRefusalLabel (a closed set).
+  void IdentityRefused(absl::string_view reason);
   void ResponseSent(const std::string& type_url, size_t resources, size_t bytes);
   void Ack(const std::string& type_url);
   void Nack(const std::string& type_url);

@@ -38,12 +38,15 @@ class TestCa:
                  "-subj", f"/CN={name}", "-keyout", self._key, "-out", self.cert_file,
                  cwd=self.dir)
 
-    def issue(self, name: str, ip: str = "127.0.0.1") -> Certificate:
-        """A certificate for `ip` (subjectAltName), good for servers and
-        clients, signed by this CA."""
+    def issue(self, name: str, ip: str = "127.0.0.1", dns: str = "",
+              uri: str = "") -> Certificate:
+        """A certificate for `ip` (subjectAltName, with `dns` as a DNS name
+        and `uri` as a URI too if given), good for servers and clients,
+        signed by this CA."""
         key, csr, cert = (self.dir / f"{name}.{ext}" for ext in ("key", "csr", "crt"))
         ext = self.dir / f"{name}.ext"
-        ext.write_text(f"subjectAltName=IP:{ip}\nextendedKeyUsage=serverAuth,clientAuth\n")
+        san = f"IP:{ip}" + (f",DNS:{dns}" if dns else "") + (f",URI:{uri}" if uri else "")
+        ext.write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth,clientAuth\n")
         _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
                  "-keyout", key, "-out", csr, cwd=self.dir)
         _openssl("x509", "-req", "-in", csr, "-CA", self.cert_file, "-CAkey", self._key,

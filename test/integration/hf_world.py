@@ -105,7 +105,8 @@ class XdsClient:
 
     `headers` are sent as request metadata with every RPC (what xDS route
     header matchers see); `count` makes the client exit after that many RPCs
-    (0: forever)."""
+    (0: forever). `node_id` and `channel_creds` (the bootstrap's, e.g. grpc-go's
+    `tls` with certificate files) default to a unique id and plain text."""
 
     KINDS = ("cpp", "node", "go")
 
@@ -113,14 +114,15 @@ class XdsClient:
                  xds_port: int, work: Path, interval_ms: int = 100,
                  go_client: Optional[Path] = None, *, target_host: str = TARGET_HOST,
                  headers: Sequence[tuple[str, str]] = (), count: int = 0,
-                 deadline_ms: int = 1000):
+                 deadline_ms: int = 1000, node_id: Optional[str] = None,
+                 channel_creds: Optional[list] = None):
         self.kind = kind
-        self.node_id = f"{kind}-{uuid.uuid4().hex[:12]}"
-        bootstrap = work / f"bootstrap-{self.node_id}.json"
+        self.node_id = node_id or f"{kind}-{uuid.uuid4().hex[:12]}"
+        bootstrap = work / f"bootstrap-{uuid.uuid4().hex[:12]}.json"
         bootstrap.write_text(json.dumps({
             "xds_servers": [{
                 "server_uri": f"127.0.0.1:{xds_port}",
-                "channel_creds": [{"type": "insecure"}],
+                "channel_creds": channel_creds or [{"type": "insecure"}],
                 "server_features": ["xds_v3"],
             }],
             # grpc-js-xds 1.14 rejects a bootstrap whose node has no locality.
@@ -145,7 +147,7 @@ class XdsClient:
             argv = [go_client, *flags]
         else:
             raise ValueError(f"unknown client kind {kind}")
-        self.proc = procs.start(f"client-{self.node_id}", argv, env=env,
+        self.proc = procs.start(f"client-{self.node_id.replace('/', '_')}", argv, env=env,
                                 capture_lines=True)
 
     def mark(self) -> int:

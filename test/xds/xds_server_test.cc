@@ -45,6 +45,7 @@ class XdsServerTest : public ::testing::Test {
     if (tweak) tweak(options);
     context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_,
                              &views_, &grouper_, &clock_, "test-cp"};
+    context_.identity = &identity_;
     auto server = XdsServer::Start(options, context_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -124,6 +125,7 @@ class XdsServerTest : public ::testing::Test {
   EncodedBodyCache bodies_;
   ViewCache views_;
   NodeGrouper grouper_ = *NodeGrouper::Parse("cluster", "default");
+  ClientIdentityPolicy identity_ = *ClientIdentityPolicy::Parse("none");
   StreamContext context_;
   std::unique_ptr<XdsServer> server_;
 };
@@ -276,10 +278,10 @@ TEST_F(XdsServerTest, AStreamWithoutARequestIsEndedAndNeverCountedAsAProxy) {
   grpc::Status status = silent->AwaitServerFinish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), ::testing::HasSubstr("no DiscoveryRequest within 30s"));
-  // The check thread counts the streams it ended once it has ended them:
-  // the client may see the end first.
-  EXPECT_TRUE(Eventually(
-      [&] { return CounterValue("holdfast_xds_first_request_timeouts_total") == 1u; }));
+  // Counted once the check that ended the stream returns, which may be just
+  // after the client sees the end.
+  EXPECT_TRUE(
+      Eventually([&] { return CounterValue("holdfast_xds_first_request_timeouts_total") == 1u; }));
   EXPECT_EQ(server_->streams_awaiting_first_request(), 0u);
 
   cache_.Set("default", Chain("2", 81));
@@ -548,6 +550,178 @@ TEST_F(XdsServerTest, MutualTlsRequiresAClientCertificate) {
   grpc::SslCredentialsOptions without_cert{tls.Read("ca.pem"), "", ""};
   EXPECT_FALSE(try_stream(grpc::SslCredentials(without_cert)));
   EXPECT_FALSE(try_stream(grpc::InsecureChannelCredentials()));
+}
+
+// A CA in `dir`/`name`: a server certificate for 127.0.0.1 and a client
+// certificate whose DNS SAN is `client_dns`.
+bool MakePki(const std::string& dir, const std::string& name, const std::string& client_dns) {
+  std::string script =
+      absl::StrCat("set -e; mkdir -p ", dir, "/", name, "; cd ", dir, "/", name, "; ",
+                   "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=", name,
+                   "-ca -keyout ca.key -out ca.pem 2>/dev/null; ",
+                   "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key "
+                   "-out server.csr 2>/dev/null; ",
+                   "printf 'subjectAltName=IP:127.0.0.1' > server.ext; ",
+                   "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                   "-days 1 -extfile server.ext -out server.pem 2>/dev/null; ",
+                   "openssl req -newkey rsa:2048 -nodes -subj /CN=client -keyout client.key -out "
+                   "client.csr 2>/dev/null; ",
+                   "printf 'subjectAltName=DNS:", client_dns, "' > client.ext; ",
+                   "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+                   "-days 1 -extfile client.ext -out client.pem 2>/dev/null");
+  return std::system(script.c_str()) == 0;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class IdentityTest : public XdsServerTest {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("holdfast-identity-", getpid(), "-", reinterpret_cast<uintptr_t>(this));
+    ASSERT_TRUE(MakePki(dir_.string(), "one", "proxy-1"));
+    // What holdfast is given: files it re-reads when they change.
+    std::filesystem::create_directories(dir_ / "live");
+    Install("one");
+    identity_ = *ClientIdentityPolicy::Parse("san-dns");
+    grouper_ = *NodeGrouper::Parse("identity", "default");
+    StartServer({Live("server.pem"), Live("server.key"), Live("ca.pem")});
+  }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string Live(const std::string& file) const { return (dir_ / "live" / file).string(); }
+  std::string Of(const std::string& pki, const std::string& file) const {
+    return (dir_ / pki / file).string();
+  }
+  // Replaces the served files the way an operator would: a new file renamed
+  // over each.
+  void Install(const std::string& pki) {
+    for (const char* file : {"server.pem", "server.key", "ca.pem"}) {
+      std::filesystem::copy_file(Of(pki, file), Live(file) + ".new",
+                                 std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::rename(Live(file) + ".new", Live(file));
+    }
+  }
+  std::shared_ptr<grpc::ChannelCredentials> ClientOf(const std::string& pki) const {
+    return grpc::SslCredentials({ReadText(Of(pki, "ca.pem")), ReadText(Of(pki, "client.key")),
+                                 ReadText(Of(pki, "client.pem"))});
+  }
+  std::unique_ptr<SotwStream> Open(std::shared_ptr<grpc::ChannelCredentials> creds,
+                                   const std::string& node_id, int channel = 0) {
+    grpc::ChannelArguments args;
+    args.SetInt("holdfast.test.channel", channel);
+    auto stub = AggregatedDiscoveryService::NewStub(
+        grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", server_->port()), creds, args));
+    auto stream = std::make_unique<SotwStream>([&](grpc::ClientContext* ctx) {
+      ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      return stub->StreamAggregatedResources(ctx);
+    });
+    DiscoveryRequest request = Req(type_url::kCluster);
+    request.mutable_node()->set_id(node_id);
+    request.mutable_node()->set_cluster("default");  // a claim of a group: ignored
+    stream->Send(request);
+    return stream;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(IdentityTest, ANodeWhoseIdIsItsCertificatesGetsItsIdentitysGroup) {
+  cache_.Set("default", Chain("default", 80));
+  cache_.Set("proxy-1", Chain("mine", 81));
+  auto stream = Open(ClientOf("one"), "proxy-1");
+  auto response = stream->Next();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_THAT(Names(*response), ::testing::Contains(::testing::HasSubstr("mine")));
+  std::vector<ProxyView> proxies = proxies_.List();
+  ASSERT_EQ(proxies.size(), 1u);
+  EXPECT_EQ(proxies[0].group, "proxy-1");
+  EXPECT_EQ(proxies[0].identity, "proxy-1");
+}
+
+TEST_F(IdentityTest, ANodeClaimingAnotherIdIsRefusedWithPermissionDenied) {
+  cache_.Set("default", Chain("default", 80));
+  auto stream = Open(ClientOf("one"), "proxy-2");
+  EXPECT_FALSE(stream->Next().has_value());
+  grpc::Status status = stream->Close();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("\"proxy-2\""));
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("expected \"proxy-1\""));
+  EXPECT_TRUE(proxies_.List().empty());
+  std::vector<IdentityRefusalRecord> refusals = proxies_.Refusals();
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0].reason, "mismatch");
+  EXPECT_EQ(refusals[0].claimed_node_id, "proxy-2");
+  EXPECT_EQ(CounterValue("holdfast_xds_identity_refusals_total", {{"reason", "mismatch"}}), 1u);
+}
+
+TEST_F(IdentityTest, DeltaStreamsAreCheckedToo) {
+  cache_.Set("default", Chain("default", 80));
+  auto stub = AggregatedDiscoveryService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), ClientOf("one")));
+  auto open = [&](const std::string& node_id) {
+    auto stream = std::make_unique<DeltaStream>([&](grpc::ClientContext* ctx) {
+      ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      return stub->DeltaAggregatedResources(ctx);
+    });
+    DeltaDiscoveryRequest request;
+    request.set_type_url(std::string(type_url::kCluster));
+    request.mutable_node()->set_id(node_id);
+    stream->Send(request);
+    return stream;
+  };
+  auto impostor = open("proxy-2");
+  EXPECT_FALSE(impostor->Next().has_value());
+  EXPECT_EQ(impostor->Close().error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  auto proxy = open("proxy-1");
+  EXPECT_TRUE(proxy->Next().has_value());
+}
+
+TEST_F(IdentityTest, RotatedFilesServeNewConnectionsAndKeepOpenStreams) {
+  cache_.Set("default", Chain("a", 80));
+  auto old_stream = Open(ClientOf("one"), "proxy-1", 1);
+  ASSERT_TRUE(old_stream->Next().has_value());
+
+  ASSERT_TRUE(MakePki(dir_.string(), "two", "proxy-1"));
+  Install("two");
+  // A client of the new CA connects once the files have been reloaded
+  // (two checks a second apart, then gRPC's one-second refresh).
+  for (int i = 0; i < 100 && server_->TlsState().reloads == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(server_->TlsState().reloads, 1u);
+  bool connected = false;
+  for (int attempt = 0; attempt < 40 && !connected; ++attempt) {
+    auto stream = Open(ClientOf("two"), "proxy-1", 100 + attempt);
+    connected = stream->Next(absl::Seconds(2)).has_value();
+    if (!connected) absl::SleepFor(absl::Milliseconds(250));
+  }
+  EXPECT_TRUE(connected);
+  // A client that trusts only the old CA no longer verifies the server.
+  EXPECT_FALSE(Open(ClientOf("one"), "proxy-1", 999)->Next(absl::Seconds(3)).has_value());
+  // The stream opened before the rotation still gets updates.
+  cache_.Set("default", Chain("b", 80));
+  auto update = old_stream->Next();
+  ASSERT_TRUE(update.has_value());
+  EXPECT_THAT(Names(*update), ::testing::Contains(::testing::HasSubstr("b")));
+}
+
+TEST_F(IdentityTest, ABadNewFileKeepsTheOldOnesServed) {
+  cache_.Set("default", Chain("a", 80));
+  std::ofstream(Live("server.key") + ".new") << "not a key\n";
+  std::filesystem::rename(Live("server.key") + ".new", Live("server.key"));
+  for (int i = 0; i < 50 && server_->TlsState().error.empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(server_->TlsState().error, ::testing::HasSubstr("not a PEM private key"));
+  absl::SleepFor(absl::Seconds(2));  // past gRPC's refresh
+  EXPECT_TRUE(Open(ClientOf("one"), "proxy-1", 7)->Next().has_value());
+  EXPECT_EQ(GaugeValue("holdfast_xds_tls_reload_failing"), 1);
 }
 
 }  // namespace
