@@ -78,12 +78,7 @@ KubeStatusWriter::KubeStatusWriter(Options options, KubeApi* api, LeaseElector* 
       lease_(lease),
       clock_(clock),
       random_(random),
-      writes_(metrics->GetCounter("holdfast_status_writes_total",
-                                  "Object statuses written to the store")),
-      fenced_(metrics->GetCounter("holdfast_status_writes_fenced_total",
-                                  "Status writes the store refused because their term had ended")),
-      errors_(metrics->GetCounter("holdfast_status_write_errors_total",
-                                  "Status writes that failed for other reasons")) {}
+      counters_(StatusCounters::Register(metrics)) {}
 
 void KubeStatusWriter::Update(const StatusMap& statuses, const ObservedObjects& observed) {
   {
@@ -193,82 +188,72 @@ absl::Status KubeStatusWriter::SyncGatewayApi(const Leadership& leadership) {
 absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
                                                   const KubeResource& resource,
                                                   const gateway_api::GatewayApiStatus& status) {
-  const ObjectKey& key = status.key;
-  for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<nlohmann::json> stored = api_->Get(resource, key.ns, key.name);
-    if (absl::IsNotFound(stored.status())) return absl::OkStatus();  // deleted meanwhile
-    if (!stored.ok()) {
-      errors_->Increment();
-      return stored.status();
-    }
-    // About an older generation: the next translation brings the right one.
-    if (ObserveObject(*stored).generation != status.generation) return absl::OkStatus();
-    nlohmann::json current = JsonField(*stored, "status");
-    if (!current.is_object()) current = nlohmann::json::object();
-    nlohmann::json desired = gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
-    if (desired == current) {
-      known_gateway_api_[key] = std::move(current);
-      return absl::OkStatus();
-    }
-    nlohmann::json object = *stored;
-    object["status"] = desired;
-    absl::StatusOr<nlohmann::json> written = api_->UpdateStatus(resource, object);
-    if (written.ok()) {
-      writes_->Increment();
-      known_gateway_api_[key] = std::move(desired);
-      return absl::OkStatus();
-    }
-    if (IsConflict(written.status()) && attempt + 1 < options_.max_conflicts) continue;
-    if (absl::IsPermissionDenied(written.status()) || absl::IsInvalidArgument(written.status())) {
-      return FencedOr(leadership, written.status());
-    }
-    errors_->Increment();
-    LogWarning("status: cannot write the status of %s: %s", key.ToString(),
-               written.status().message());
-    return written.status();
-  }
+  absl::StatusOr<std::optional<nlohmann::json>> stored = PutStatus(
+      leadership, resource, status.key,
+      [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
+        // About an older generation: the next translation brings the right one.
+        if (ObserveObject(object).generation != status.generation) return std::nullopt;
+        nlohmann::json current = JsonField(object, "status");
+        if (!current.is_object()) current = nlohmann::json::object();
+        return gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
+      });
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value()) known_gateway_api_[status.key] = **stored;
+  return absl::OkStatus();
 }
 
 absl::Status KubeStatusWriter::WriteOne(const Leadership& leadership, const ObjectKey& key,
                                         const Desired& desired) {
   const std::string content = Text(desired.content);
+  absl::StatusOr<std::optional<nlohmann::json>> stored = PutStatus(
+      leadership, *desired.resource, key,
+      [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
+        // Another object of the same name: its translation is still to come.
+        if (ObserveObject(object).uid != desired.observed.uid) return std::nullopt;
+        const nlohmann::json& current = JsonField(object, "status");
+        if (Text(ComparablePart(current)) == content) return current;
+        return StatusToWrite(leadership, object, desired.content);
+      });
+  if (!stored.ok()) return stored.status();
+  if (stored->has_value()) known_[key] = {desired.observed.uid, content};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<nlohmann::json>> KubeStatusWriter::PutStatus(
+    const Leadership& leadership, const KubeResource& resource, const ObjectKey& key,
+    const RenderStatus& render) {
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<nlohmann::json> stored = api_->Get(*desired.resource, key.ns, key.name);
-    if (absl::IsNotFound(stored.status())) return absl::OkStatus();  // deleted meanwhile
+    absl::StatusOr<nlohmann::json> stored = api_->Get(resource, key.ns, key.name);
+    if (absl::IsNotFound(stored.status())) return std::nullopt;  // deleted meanwhile
     if (!stored.ok()) {
-      errors_->Increment();
+      counters_.errors->Increment();
       return stored.status();
     }
-    const ObservedObject now = ObserveObject(*stored);
-    // Another object of the same name: its translation is still to come.
-    if (now.uid != desired.observed.uid) return absl::OkStatus();
-    if (Text(ComparablePart(JsonField(*stored, "status"))) == content) {
-      known_[key] = {now.uid, content};
-      return absl::OkStatus();
-    }
-    absl::StatusOr<nlohmann::json> written =
-        api_->UpdateStatus(*desired.resource, WithStatus(leadership, *stored, desired.content));
+    std::optional<nlohmann::json> status = render(*stored);
+    if (!status.has_value() || *status == JsonField(*stored, "status")) return status;
+    nlohmann::json object = *std::move(stored);
+    object["status"] = *status;
+    absl::StatusOr<nlohmann::json> written = api_->UpdateStatus(resource, object);
     if (written.ok()) {
-      writes_->Increment();
-      known_[key] = {now.uid, content};
-      return absl::OkStatus();
+      counters_.writes->Increment();
+      return status;
     }
     if (IsConflict(written.status()) && attempt + 1 < options_.max_conflicts) continue;
-    // The policy refuses with 403, or 422 when it cannot find the Lease
-    // (a schema refusal is 422 too: the Lease then still names us).
+    // The fencing policy refuses with 403, or 422 when it cannot find the
+    // Lease (a schema refusal is 422 too: the Lease then still names us).
     if (absl::IsPermissionDenied(written.status()) || absl::IsInvalidArgument(written.status())) {
       return FencedOr(leadership, written.status());
     }
-    errors_->Increment();
+    counters_.errors->Increment();
     LogWarning("status: cannot write the status of %s: %s", key.ToString(),
                written.status().message());
     return written.status();
   }
 }
 
-nlohmann::json KubeStatusWriter::WithStatus(const Leadership& leadership,
-                                            const nlohmann::json& stored,
-                                            const nlohmann::json& content) const {
+nlohmann::json KubeStatusWriter::StatusToWrite(const Leadership& leadership,
+                                               const nlohmann::json& stored,
+                                               const nlohmann::json& content) const {
   nlohmann::json status = content;
   const nlohmann::json& old_conditions = JsonField(JsonField(stored, "status"), "conditions");
   const std::string now = absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", clock_.Now(), absl::UTCTimeZone());
@@ -285,9 +270,7 @@ nlohmann::json KubeStatusWriter::WithStatus(const Leadership& leadership,
     }
   }
   status["writer"] = {{"replica", options_.replica_id}, {"term", leadership.term}};
-  nlohmann::json object = stored;
-  object["status"] = std::move(status);
-  return object;
+  return status;
 }
 
 absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Status refused) {
@@ -296,13 +279,13 @@ absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Stat
                      (lease.ok() && (lease->record.holder_identity != options_.replica_id ||
                                      lease->record.lease_transitions + 1 != leadership.term));
   if (!ended) {
-    errors_->Increment();
+    counters_.errors->Increment();
     LogWarning("status: the API server refused a status write of term %d though the Lease is "
                "still ours (RBAC, or deploy/status-fencing.yaml bound to another Lease?): %s",
                leadership.term, refused.message());
     return refused;
   }
-  fenced_->Increment();
+  counters_.fenced->Increment();
   LogWarning("status: the API server refused a write of term %d (the Lease now names %s); "
              "stepping down",
              leadership.term,

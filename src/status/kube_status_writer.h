@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/status/status_counters.h"
 #include "src/common/poller.h"
 #include "src/common/random.h"
 #include "src/election/lease_elector.h"
@@ -102,9 +105,24 @@ class KubeStatusWriter {
   absl::Status WriteGatewayApiOne(const Leadership& leadership, const KubeResource& resource,
                                   const gateway_api::GatewayApiStatus& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
-  // The stored object with `status` in place of its status, ready to PUT.
-  nlohmann::json WithStatus(const Leadership& leadership, const nlohmann::json& stored,
-                            const nlohmann::json& content) const;
+  // The status to store for one object as read: the stored status itself
+  // when it already says what is wanted, nullopt when this write is not for
+  // it (another object of that name, another generation).
+  using RenderStatus =
+      std::function<std::optional<nlohmann::json>(const nlohmann::json& stored)>;
+  // Reads the object, renders its status and PUTs it if it changed,
+  // conditioned on the version read (a conflict reads again, up to
+  // max_conflicts times). The status now stored, or nullopt when the object
+  // is gone or the render declined; FailedPrecondition when fenced.
+  absl::StatusOr<std::optional<nlohmann::json>> PutStatus(const Leadership& leadership,
+                                                          const KubeResource& resource,
+                                                          const ObjectKey& key,
+                                                          const RenderStatus& render)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // `content` as a status to write over `stored`: transition times and the
+  // writer (this replica, `leadership`'s term) added.
+  nlohmann::json StatusToWrite(const Leadership& leadership, const nlohmann::json& stored,
+                               const nlohmann::json& content) const;
   // After a 403: FailedPrecondition (and the elector told) if the Lease
   // shows the term has ended, else `refused` itself.
   absl::Status FencedOr(const Leadership& leadership, absl::Status refused)
@@ -116,9 +134,7 @@ class KubeStatusWriter {
   LeaseStore* lease_;
   const Clock& clock_;
   Random& random_;
-  Counter* writes_;
-  Counter* fenced_;
-  Counter* errors_;
+  StatusCounters counters_;
   Poller poller_;
 
   absl::Mutex mu_;

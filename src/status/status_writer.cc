@@ -65,12 +65,7 @@ StatusWriter::StatusWriter(Options options, EtcdClient* client, LeaseElector* el
       client_(client),
       elector_(elector),
       random_(random),
-      writes_(metrics->GetCounter("holdfast_status_writes_total",
-                                  "Object statuses written to the store")),
-      fenced_(metrics->GetCounter("holdfast_status_writes_fenced_total",
-                                  "Status writes the store refused because their term had ended")),
-      errors_(metrics->GetCounter("holdfast_status_write_errors_total",
-                                  "Status write transactions that failed for other reasons")) {}
+      counters_(StatusCounters::Register(metrics)) {}
 
 StatusWriter::~StatusWriter() { Stop(); }
 
@@ -152,11 +147,11 @@ absl::Status StatusWriter::Commit(const Leadership& leadership, etcdserverpb::Tx
   fence->set_create_revision(leadership.term);
   absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(txn);
   if (!response.ok()) {
-    errors_->Increment();
+    counters_.errors->Increment();
     return response.status();
   }
   if (!response->succeeded()) {
-    fenced_->Increment();
+    counters_.fenced->Increment();
     LogWarning("status: the store refused a write of term %d (the term has ended); stepping down",
                leadership.term);
     elector_->ReportFenced(leadership.term);
@@ -230,7 +225,7 @@ absl::Status StatusWriter::Sync() {
         stored_.erase(ops[i].key);
       } else {
         stored_[ops[i].key] = ops[i].content;
-        writes_->Increment();
+        counters_.writes->Increment();
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "nlohmann/json.hpp"
 #include "src/common/metrics.h"
+#include "src/status/status_counters.h"
 #include "src/common/random.h"
 #include "src/election/lease_elector.h"
 #include "src/etcd/etcd_client.h"
@@ -71,9 +72,7 @@ class StatusWriter {
   EtcdClient* client_;
   LeaseElector* elector_;
   Random& random_;
-  Counter* writes_;
-  Counter* fenced_;
-  Counter* errors_;
+  StatusCounters counters_;
 
   absl::Mutex mu_;
   StatusMap desired_ ABSL_GUARDED_BY(mu_);
