@@ -54,6 +54,7 @@ set(ENVOY_PROTO_ROOTS
     envoy/extensions/filters/http/router/v3/router.proto
     envoy/extensions/filters/http/cors/v3/cors.proto
     envoy/extensions/transport_sockets/tls/v3/tls.proto
+    envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto
     envoy/extensions/upstreams/http/v3/http_protocol_options.proto
     envoy/extensions/load_balancing_policies/round_robin/v3/round_robin.proto
     envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.proto

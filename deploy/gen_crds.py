@@ -252,6 +252,18 @@ CORS = obj({
            "(has(self.allowOriginRegexes) && size(self.allowOriginRegexes) > 0)",
            "allowOrigins or allowOriginRegexes is required")])
 
+MIRROR = obj({
+    "upstream": name("Upstream that receives a copy of each request; its answers are ignored."),
+    "namespace": name("Upstream namespace; default the route's."),
+    "percent": uint32("Share of requests mirrored, in percent; default 100.", maximum=100),
+    "fraction": obj({
+        "numerator": uint32(),
+        "denominator": uint32("Default 100.", minimum=1),
+    }, "Share of requests mirrored, as a fraction.", required=["numerator"],
+        rules=[("self.numerator <= (has(self.denominator) ? self.denominator : 100)",
+                "numerator must not exceed denominator")]),
+}, required=["upstream"], rules=[at_most_one(["percent", "fraction"], "mirror")])
+
 OPTIONS = obj({
     "prefixRewrite": string("Rewrite the matched path prefix."),
     "hostRewrite": string("Rewrite the Host header.", max_length=MAX_NAME),
@@ -260,6 +272,8 @@ OPTIONS = obj({
     "requestHeaders": HEADER_EDITS,
     "responseHeaders": HEADER_EDITS,
     "cors": CORS,
+    "mirrors": array(MIRROR, "Copies of requests sent elsewhere (Envoy; gRPC clients do not "
+                     "mirror).", max_items=16),
 })
 
 WEIGHTED = obj({
@@ -280,6 +294,7 @@ ROUTE = obj({
         "path": string(),
         "prefixRewrite": string(),
         "https": boolean(),
+        "port": uint32("Port of the redirect; default the request's.", minimum=1, maximum=65535),
         "code": int_enum([301, 302, 303, 307, 308], "Default 301."),
     }, rules=[(f"!({nonempty('path')} && {nonempty('prefixRewrite')})",
                "set only one of path and prefixRewrite")]),
@@ -362,20 +377,37 @@ ROUTE_TABLE = obj({
 }, required=["routes"])
 
 _files = f"({nonempty('certFile')} || {nonempty('keyFile')})"
+CERTIFICATE = {
+    "certFile": string("Certificate file on the proxy."),
+    "keyFile": string("Key file on the proxy."),
+    "secretRef": obj({
+        "name": name("On Kubernetes: a Secret of type kubernetes.io/tls (tls.crt, tls.key)."),
+        "namespace": name(),
+    }, required=["name"]),
+}
+CERTIFICATE_RULES = [
+    (f"!({_files} && has(self.secretRef))", "set either certFile and keyFile, or secretRef"),
+    (f"!{_files} || ({nonempty('certFile')} && {nonempty('keyFile')})",
+     "set both certFile and keyFile"),
+]
 GATEWAY = obj({
     "bindAddress": string("Default 0.0.0.0.", max_length=64),
     "port": uint32(minimum=1, maximum=65535),
     "tls": obj({
-        "certFile": string("Certificate file on the proxy."),
-        "keyFile": string("Key file on the proxy."),
-        "secretRef": obj({
-            "name": name("On Kubernetes: a Secret of type kubernetes.io/tls (tls.crt, tls.key)."),
-            "namespace": name(),
-        }, required=["name"]),
-    }, "Terminate TLS.", rules=[
-        (f"{_files} != has(self.secretRef)", "set either certFile and keyFile, or secretRef"),
-        (f"!{_files} || ({nonempty('certFile')} && {nonempty('keyFile')})",
-         "set both certFile and keyFile"),
+        **CERTIFICATE,
+        "certificates": array(obj({
+            "serverNames": array(string(max_length=MAX_NAME,
+                                        pattern=r"^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+                                 "TLS server names (SNI), exact or with a leading *.",
+                                 min_items=1),
+            **CERTIFICATE,
+        }, required=["serverNames"], rules=CERTIFICATE_RULES + [
+            (f"{_files} || has(self.secretRef)", "set either certFile and keyFile, or secretRef"),
+        ]), "Certificates chosen by the server name clients send.", max_items=64),
+    }, "Terminate TLS: the certificate (certFile and keyFile, or secretRef) for clients "
+       "whose server name no entry of certificates lists.", rules=CERTIFICATE_RULES + [
+        (f"{_files} || has(self.secretRef) || (has(self.certificates) && "
+         "size(self.certificates) > 0)", "set either certFile and keyFile, or secretRef"),
     ]),
     "virtualServices": array(REF, "Virtual services by name."),
     "virtualServiceSelector": SELECTOR,

@@ -35,7 +35,7 @@ struct PlacedRoute {
 struct Port {
   const Gateway* gateway;
   uint32_t port;
-  const ServedListener* tls = nullptr;
+  std::vector<const ServedListener*> tls;                 // its HTTPS listeners
   std::map<std::string, std::vector<PlacedRoute>> hosts;  // hostname -> routes
   std::set<ObjectKey> sources;                            // the Gateway and its routes
 };
@@ -63,10 +63,11 @@ auto PrecedenceKey(const PlacedRoute& r) {
 
 // The rule's routes pass the decoder one by one, so that one bad rule (an
 // invalid regex) is dropped alone instead of failing its virtual service.
-std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<json>& routes) {
+std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<json>& routes,
+                                      HoldfastObjectDecoder& decoder) {
   FieldErrors errors;
   json spec = {{"domains", {"check.invalid"}}, {"routes", routes}};
-  if (DecodeHoldfastObject(kind::kVirtualService, "check", "check", spec, &errors)) {
+  if (decoder.Decode(kind::kVirtualService, "check", "check", spec, &errors)) {
     return std::nullopt;
   }
   const FieldError& first = errors.errors().front();
@@ -78,13 +79,15 @@ std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<j
 // dropped, PartiallyInvalid or Accepted False on every parent.
 std::vector<std::vector<json>> ConvertRules(const Route& route, const GatewayApiInput& input,
                                             std::set<BackendService>& backends,
-                                            GatewayApiStatus& status) {
+                                            GatewayApiStatus& status,
+                                            HoldfastObjectDecoder& decoder) {
   std::vector<std::vector<json>> out;
   Condition resolved{"ResolvedRefs", true, "ResolvedRefs", "references resolved"};
   std::optional<FieldError> dropped;
   for (const RouteRule& rule : route.rules) {
     ConvertedRule converted = ConvertRule(route, rule, input);
-    if (!converted.unsupported) converted.unsupported = CheckRoutes(rule, converted.routes);
+    if (!converted.unsupported)
+      converted.unsupported = CheckRoutes(rule, converted.routes, decoder);
     for (const BackendProblem& problem : converted.backend_problems) {
       status.problems.push_back(problem.error);
       if (resolved.status)
@@ -142,7 +145,7 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
                   const std::vector<ServedListener>& served, const GatewayApiInput& input,
                   Ports& ports, std::set<BackendService>& backends,
                   std::map<ListenerStatus*, std::set<ObjectKey>>& attached,
-                  GatewayApiStatuses& statuses) {
+                  GatewayApiStatuses& statuses, HoldfastObjectDecoder& decoder) {
   std::vector<ParentAttachment> parents = AttachRoute(route, gateways, served, input);
   if (parents.empty()) return;  // not attached to a Gateway of holdfast's
   GatewayApiStatus& status = statuses[route.key()];
@@ -158,7 +161,7 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
     status.parents.push_back({parent.parent->raw, {parent.accepted}});
   }
   if (!route.errors.empty()) return;
-  std::vector<std::vector<json>> rules = ConvertRules(route, input, backends, status);
+  std::vector<std::vector<json>> rules = ConvertRules(route, input, backends, status, decoder);
   for (size_t i = 0; i < parents.size(); ++i) {
     parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
   }
@@ -166,9 +169,9 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
 }
 
 void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
-          const std::set<ObjectKey>& sources, Conversion& out) {
+          const std::set<ObjectKey>& sources, HoldfastObjectDecoder& decoder, Conversion& out) {
   FieldErrors errors;
-  std::optional<GatewayObject> object = DecodeHoldfastObject(kind, ns, name, spec, &errors);
+  std::optional<GatewayObject> object = decoder.Decode(kind, ns, name, spec, &errors);
   const ObjectKey key{kind, ns, name};
   for (const ObjectKey& source : sources) {
     out.made_from[key].push_back(source);
@@ -180,7 +183,44 @@ void Emit(const std::string& kind, const std::string& ns, const std::string& nam
   if (object) out.objects.push_back(*std::move(object));
 }
 
-void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
+// The holdfast Gateway's `tls`: one certificate when the port's listeners
+// share it; else each listener's certificate for its hostname (SNI), and
+// the one of the listener without a hostname for every other client.
+json TlsSpec(const Port& port, const GatewayApiInput& input, HoldfastObjectDecoder& decoder,
+             Conversion& out) {
+  std::map<std::string, std::vector<std::string>> names_by_secret;  // "" : the default
+  std::string fallback;
+  for (const ServedListener* listener : port.tls) {
+    const std::string name = SecretName(listener->certificate_ns, listener->certificate->name);
+    if (!names_by_secret.contains(name)) {
+      const TlsSecret& secret =
+          input.secrets.at(ServiceKey{listener->certificate_ns, listener->certificate->name});
+      Emit(kind::kSecret, port.gateway->meta.ns, name,
+           {{"certificate", secret.certificate}, {"privateKey", secret.private_key}},
+           {KeyOf(*port.gateway)}, decoder, out);
+    }
+    std::vector<std::string>& names = names_by_secret[name];
+    if (listener->listener->hostname.empty()) {
+      fallback = name;
+    } else {
+      names.push_back(listener->listener->hostname);
+    }
+  }
+  if (names_by_secret.size() == 1) {
+    return {{"secretRef", {{"name", names_by_secret.begin()->first}}}};
+  }
+  json tls = json::object();
+  if (!fallback.empty()) tls["secretRef"] = {{"name", fallback}};
+  for (const auto& [secret, names] : names_by_secret) {
+    if (!names.empty()) {
+      tls["certificates"].push_back({{"serverNames", names}, {"secretRef", {{"name", secret}}}});
+    }
+  }
+  return tls;
+}
+
+void EmitPort(const Port& port, const GatewayApiInput& input, HoldfastObjectDecoder& decoder,
+              Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
   json services = json::array();
   for (const auto& [host, routes] : port.hosts) {
@@ -199,7 +239,7 @@ void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
       sources.insert(r.route->key());
     }
     const std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
-    Emit(kind::kVirtualService, ns, name, spec, sources, out);
+    Emit(kind::kVirtualService, ns, name, spec, sources, decoder, out);
     services.push_back({{"name", name}});
   }
   json spec = {{"port", port.port}, {"virtualServices", services}};
@@ -208,22 +248,19 @@ void EmitPort(const Port& port, const GatewayApiInput& input, Conversion& out) {
     // key cannot contain ':', so this selects nothing.
     spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
   }
-  if (port.tls != nullptr) {
-    const SecretRef& ref = *port.tls->certificate;
-    const TlsSecret& secret = input.secrets.at(ServiceKey{port.tls->certificate_ns, ref.name});
-    const std::string name = SecretName(port.tls->certificate_ns, ref.name);
-    Emit(kind::kSecret, ns, name,
-         {{"certificate", secret.certificate}, {"privateKey", secret.private_key}},
-         {KeyOf(*port.gateway)}, out);
-    spec["tls"] = {{"secretRef", {{"name", name}}}};
-  }
+  if (!port.tls.empty()) spec["tls"] = TlsSpec(port, input, decoder, out);
   Emit(kind::kGateway, ns, GatewayName(port.gateway->meta.name, port.port), spec, port.sources,
-       out);
+       decoder, out);
 }
 
 }  // namespace
 
 Conversion ConvertGatewayApi(const GatewayApiInput& input) {
+  HoldfastObjectDecoder decoder;
+  return ConvertGatewayApi(input, decoder);
+}
+
+Conversion ConvertGatewayApi(const GatewayApiInput& input, HoldfastObjectDecoder& decoder) {
   Conversion out;
   std::set<std::string> classes;
   for (const GatewayClass& c : input.classes) {
@@ -247,7 +284,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input) {
     port.gateway = s.gateway;
     port.port = s.listener->port;
     port.sources.insert(KeyOf(*s.gateway));
-    if (s.certificate != nullptr && port.tls == nullptr) port.tls = &s;
+    if (s.certificate != nullptr) port.tls.push_back(&s);
   }
   std::vector<const Route*> routes;
   for (const Route& r : input.routes) routes.push_back(&r);
@@ -255,18 +292,19 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input) {
   std::set<BackendService> backends;
   std::map<ListenerStatus*, std::set<ObjectKey>> attached;
   for (const Route* route : routes) {
-    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses);
+    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses, decoder);
   }
   for (const auto& [listener, keys] : attached) {
     listener->attached_routes = static_cast<int>(keys.size());
   }
-  for (const auto& [key, port] : ports) EmitPort(port, input, out);
+  for (const auto& [key, port] : ports) EmitPort(port, input, decoder, out);
   for (const BackendService& b : backends) {
     json spec = {{"service", {{"name", b.name}, {"port", b.port}}}};
     if (b.http2) spec["http2"] = true;
     std::set<ObjectKey> sources;  // every route using it
-    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources, out);
+    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources, decoder, out);
   }
+  decoder.EndConversion();
   return out;
 }
 

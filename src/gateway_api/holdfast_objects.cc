@@ -1,33 +1,58 @@
 #include "src/gateway_api/holdfast_objects.h"
 
+#include "absl/strings/str_cat.h"
 #include "src/model/decode.h"
 
 namespace holdfast::gateway_api {
+namespace {
 
-std::optional<GatewayObject> DecodeHoldfastObject(const std::string& kind, const std::string& ns,
-                                                  const std::string& name,
-                                                  const nlohmann::json& spec, FieldErrors* errors) {
+void DecodeText(const std::string& text, const std::string& file,
+                std::optional<GatewayObject>* object, std::vector<FieldError>* errors) {
+  DecodedFile decoded = DecodeObjects(text, file);
+  if (decoded.syntax_error) {
+    errors->push_back({"", decoded.syntax_error->message, {}});
+    return;
+  }
+  if (decoded.objects.size() != 1 || !decoded.objects.front().object) {
+    for (const DecodedObject& o : decoded.objects) {
+      for (const FieldError& e : o.errors.errors()) errors->push_back({e.path, e.message, {}});
+    }
+    if (errors->empty()) errors->push_back({"", "cannot be decoded", {}});
+    return;
+  }
+  *object = *decoded.objects.front().object;
+}
+
+}  // namespace
+
+std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& kind,
+                                                           const std::string& ns,
+                                                           const std::string& name,
+                                                           const nlohmann::json& spec,
+                                                           FieldErrors* errors) {
   const nlohmann::json doc = {{"apiVersion", "holdfast.dev/v1"},
                               {"kind", kind},
                               {"metadata", {{"name", "synthesized"}, {"namespace", ns}}},
                               {"spec", spec}};
+  // Decoded routes carry the file name in their locations: it is part of
+  // the key, so that two objects of the same text each keep their own.
   const SourceLocation at{"gateway-api:" + kind + "/" + ns + "/" + name, 0};
-  DecodedFile decoded = DecodeObjects(doc.dump(), at.file);
-  if (decoded.syntax_error) {
-    errors->Add("", decoded.syntax_error->message);
-    return std::nullopt;
-  }
-  if (decoded.objects.size() != 1 || !decoded.objects.front().object) {
-    for (const DecodedObject& object : decoded.objects) {
-      for (const FieldError& e : object.errors.errors()) errors->Add(e.path, e.message);
-    }
-    if (errors->empty()) errors->Add("", "cannot be decoded");
-    return std::nullopt;
-  }
-  GatewayObject object = *decoded.objects.front().object;
+  const std::string text = doc.dump();
+  auto [it, fresh] = entries_.try_emplace(absl::StrCat(at.file, "\n", text));
+  Entry& entry = it->second;
+  entry.used = true;
+  if (fresh) DecodeText(text, at.file, &entry.object, &entry.errors);
+  for (const FieldError& e : entry.errors) errors->Add(e.path, e.message);
+  if (!entry.object) return std::nullopt;
+  GatewayObject object = *entry.object;
   object.meta.name = name;
   object.meta.location = at;
   return object;
+}
+
+void HoldfastObjectDecoder::EndConversion() {
+  absl::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
+  for (auto& [text, entry] : entries_) entry.used = false;
 }
 
 }  // namespace holdfast::gateway_api

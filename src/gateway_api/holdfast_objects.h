@@ -5,7 +5,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "nlohmann/json.hpp"
 #include "src/model/field_errors.h"
 #include "src/model/types.h"
@@ -15,8 +17,32 @@ namespace holdfast::gateway_api {
 // Decodes `spec` as an object of `kind` in `ns`, then names it `name` (a
 // synthesized name the decoder would refuse: that is what keeps it apart
 // from users' objects). Errors go to `errors`, paths as the decoder's.
-std::optional<GatewayObject> DecodeHoldfastObject(const std::string& kind, const std::string& ns,
-                                                  const std::string& name,
-                                                  const nlohmann::json& spec, FieldErrors* errors);
+//
+// The file decoder (YAML) costs about a millisecond per object, and every
+// change to a Gateway API object converts them all again: a decoder
+// remembers what each text decoded to and reuses it while the text is the
+// same, so a change to one of 10,000 HTTPRoutes decodes one object, not
+// 10,000. Not thread-safe: one conversion at a time.
+class HoldfastObjectDecoder {
+ public:
+  std::optional<GatewayObject> Decode(const std::string& kind, const std::string& ns,
+                                      const std::string& name, const nlohmann::json& spec,
+                                      FieldErrors* errors);
+
+  // Ends a conversion: forgets the texts it did not decode, so that memory
+  // follows the objects that exist.
+  void EndConversion();
+
+  size_t remembered() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::optional<GatewayObject> object;  // named "synthesized"
+    std::vector<FieldError> errors;
+    bool used = true;
+  };
+  // By the object's location (file) and the decoder's input text.
+  absl::flat_hash_map<std::string, Entry> entries_;
+};
 
 }  // namespace holdfast::gateway_api

@@ -83,8 +83,9 @@ void ResolveCertificate(const Gateway& gateway, const Listener& listener,
   }
 }
 
-// Listeners of one Gateway on one port must agree on the protocol, differ
-// in hostname and, for HTTPS, share one certificate (no SNI selection).
+// Listeners of one Gateway on one port must agree on the protocol and
+// differ in hostname (HTTPS listeners: which certificate a client gets
+// follows the server name it sends, SNI).
 void MarkConflicts(const Gateway& gateway, std::vector<ServedListener>& candidates) {
   std::map<uint32_t, std::vector<ServedListener*>> by_port;
   for (ServedListener& c : candidates) by_port[c.listener->port].push_back(&c);
@@ -104,15 +105,6 @@ void MarkConflicts(const Gateway& gateway, std::vector<ServedListener>& candidat
         if (group[j]->listener->hostname == group[i]->listener->hostname) {
           Refuse(status, "Conflicted", "HostnameConflict",
                  absl::StrCat("listener ", group[j]->listener->name, " has the same hostname"));
-          break;
-        }
-        const SecretRef* a = group[j]->certificate;
-        const SecretRef* b = group[i]->certificate;
-        if (a != nullptr && b != nullptr &&
-            (a->name != b->name || group[j]->certificate_ns != group[i]->certificate_ns)) {
-          Refuse(status, "Accepted", "PortUnavailable",
-                 absl::StrCat("holdfast serves one certificate per port; listener ",
-                              group[j]->listener->name, " on port ", port, " uses another"));
           break;
         }
       }

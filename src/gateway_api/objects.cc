@@ -164,6 +164,20 @@ Filter ReadFilter(JsonReader& r) {
     c.Uint("maxAge", &cors.max_age, 1, 86400 * 365);
     filter.cors = std::move(cors);
   });
+  r.Object("requestMirror", [&](JsonReader& m) {
+    m.Object("backendRef", [&](JsonReader& b) { filter.mirror = ReadBackendRef(b); });
+    if (!filter.mirror) m.Error("backendRef", "is required");
+    if (m.Has("percent") && m.Has("fraction"))
+      m.Error("fraction", "set only one of percent and fraction");
+    m.Uint("percent", &filter.mirror_numerator, 0, 100);
+    m.Object("fraction", [&](JsonReader& f) {
+      f.Uint("numerator", &filter.mirror_numerator, 0, UINT32_MAX, true);
+      f.Uint("denominator", &filter.mirror_denominator, 1, UINT32_MAX);
+      if (filter.mirror_numerator > filter.mirror_denominator) {
+        f.Error("numerator", "must not exceed denominator");
+      }
+    });
+  });
   r.Object("urlRewrite", [&](JsonReader& u) {
     u.String("hostname", &filter.hostname);
     ReadPathModifier(u, &filter.path);

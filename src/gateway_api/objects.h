@@ -143,6 +143,10 @@ struct Filter {
   std::optional<PathModifier> path;  // also URLRewrite
   uint32_t port = 0;
   uint32_t status_code = 302;
+  // RequestMirror: the Service, and the share of requests as a fraction.
+  std::optional<BackendRef> mirror;
+  uint32_t mirror_numerator = 100;
+  uint32_t mirror_denominator = 100;
   std::string path_in_route;  // "spec.rules[i].filters[j]"
 };
 

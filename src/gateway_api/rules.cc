@@ -104,8 +104,8 @@ std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& ma
   } else if (filter.type == "ResponseHeaderModifier") {
     route["options"]["responseHeaders"] = HeaderEditsJson(filter.headers);
   } else if (filter.type == "RequestRedirect") {
-    if (filter.port != 0) return Unsupported(at + ".requestRedirect.port", "a redirect port");
     json redirect = {{"code", filter.status_code}, {"https", filter.scheme == "https"}};
+    if (filter.port != 0) redirect["port"] = filter.port;
     if (!filter.hostname.empty()) redirect["host"] = filter.hostname;
     if (filter.path) {
       redirect[filter.path->type == "ReplaceFullPath" ? "path" : "prefixRewrite"] =
@@ -114,6 +114,8 @@ std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& ma
     route["redirect"] = redirect;
   } else if (filter.type == "CORS" && filter.cors && !filter.cors->allow_origins.empty()) {
     route["options"]["cors"] = CorsJson(*filter.cors);
+  } else if (filter.type == "RequestMirror") {
+    // Resolved once per rule by AddMirrors.
   } else if (filter.type == "URLRewrite") {
     if (!filter.hostname.empty()) route["options"]["hostRewrite"] = filter.hostname;
     if (filter.path) {
@@ -193,6 +195,30 @@ void AddBackends(const Route& route, const RouteRule& rule, const GatewayApiInpu
   }
 }
 
+// The rule's RequestMirror filters as holdfast mirrors; a mirror whose
+// Service cannot be used is left out (and reported), the rule is served.
+json AddMirrors(const Route& route, const RouteRule& rule, const GatewayApiInput& input,
+                ConvertedRule& out) {
+  json mirrors = json::array();
+  for (const Filter& filter : rule.filters) {
+    if (filter.type != "RequestMirror" || !filter.mirror) continue;
+    BackendService service;
+    if (auto problem = ResolveBackend(route, *filter.mirror, input, &service)) {
+      out.backend_problems.push_back(*std::move(problem));
+      continue;
+    }
+    out.backends.push_back(service);
+    json mirror = {{"upstream", UpstreamName(service.name, service.port, service.http2)},
+                   {"namespace", service.ns}};
+    if (filter.mirror_numerator != filter.mirror_denominator) {
+      mirror["fraction"] = {{"numerator", filter.mirror_numerator},
+                            {"denominator", filter.mirror_denominator}};
+    }
+    mirrors.push_back(std::move(mirror));
+  }
+  return mirrors;
+}
+
 }  // namespace
 
 ConvertedRule ConvertRule(const Route& route, const RouteRule& rule, const GatewayApiInput& input) {
@@ -204,6 +230,7 @@ ConvertedRule ConvertRule(const Route& route, const RouteRule& rule, const Gatew
   }
   json action = json::object();
   AddBackends(route, rule, input, action, out);
+  const json mirrors = AddMirrors(route, rule, input, out);
   if (rule.request_timeout) action["options"]["timeout"] = *rule.request_timeout;
   if (rule.backend_request_timeout) {
     action["options"]["retries"] = {{"numRetries", 0},
@@ -225,6 +252,8 @@ ConvertedRule ConvertRule(const Route& route, const RouteRule& rule, const Gatew
     if (r.contains("redirect")) {
       r.erase("upstreams");
       r.erase("directResponse");
+    } else if (!mirrors.empty()) {
+      r["options"]["mirrors"] = mirrors;
     }
     out.routes.push_back(std::move(r));
   }

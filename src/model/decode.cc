@@ -1,8 +1,10 @@
 #include "src/model/decode.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
@@ -178,6 +180,45 @@ HeaderEdits DecodeHeaderEdits(YamlCursor& c) {
   return edits;
 }
 
+// `percent` (whole percent) or `fraction` (numerator/denominator), as parts
+// per million; every request when neither is set.
+uint32_t DecodeMirrorShare(YamlCursor& m) {
+  if (m.Has("percent") && m.Has("fraction")) m.Error("set only one of percent and fraction");
+  if (m.Has("percent")) {
+    uint32_t percent = 100;
+    m.Uint("percent", &percent, 0, 100);
+    return percent * 10'000;
+  }
+  if (auto f = m.Map("fraction")) {
+    uint32_t numerator = 0, denominator = 100;
+    f->Uint("numerator", &numerator, 0, UINT32_MAX, true);
+    f->Uint("denominator", &denominator, 1, UINT32_MAX);
+    f->RejectUnknownFields();
+    if (numerator > denominator) f->Error("numerator must not exceed denominator");
+    return static_cast<uint32_t>(std::min<uint64_t>(
+        1'000'000, (uint64_t{numerator} * 1'000'000 + denominator / 2) / denominator));
+  }
+  return 1'000'000;
+}
+
+constexpr size_t kMaxMirrors = 16;  // each is a copy of every request
+
+std::vector<RequestMirror> DecodeMirrors(YamlCursor& c) {
+  std::vector<RequestMirror> mirrors;
+  c.List("mirrors", [&](YamlCursor& m) {
+    RequestMirror mirror;
+    m.String("upstream", &mirror.upstream.name, true);
+    m.String("namespace", &mirror.upstream.ns);
+    mirror.per_million = DecodeMirrorShare(m);
+    m.RejectUnknownFields();
+    mirrors.push_back(mirror);
+  });
+  if (mirrors.size() > kMaxMirrors) {
+    c.FieldError("mirrors", absl::StrCat("at most ", kMaxMirrors, " mirrors per route"));
+  }
+  return mirrors;
+}
+
 RouteOptions DecodeOptions(YamlCursor& c) {
   RouteOptions options;
   c.String("prefixRewrite", &options.prefix_rewrite);
@@ -212,6 +253,7 @@ RouteOptions DecodeOptions(YamlCursor& c) {
     if (cors.allow_origins.empty()) cc->Error("allowOrigins or allowOriginRegexes is required");
     options.cors = cors;
   }
+  options.mirrors = DecodeMirrors(c);
   c.RejectUnknownFields();
   return options;
 }
@@ -293,6 +335,7 @@ Route DecodeRoute(YamlCursor& c) {
     r->String("path", &redirect.path);
     r->String("prefixRewrite", &redirect.prefix_rewrite);
     r->Bool("https", &redirect.https);
+    r->Uint("port", &redirect.port, 1, 65535);
     r->Uint("code", &redirect.code);
     if (redirect.code != 301 && redirect.code != 302 && redirect.code != 303 &&
         redirect.code != 307 && redirect.code != 308) {
@@ -335,8 +378,7 @@ Route DecodeRoute(YamlCursor& c) {
 
 std::vector<Route> DecodeRoutes(YamlCursor& spec) {
   std::vector<Route> routes;
-  spec.List(
-      "routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
+  spec.List("routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
   return routes;
 }
 
@@ -436,23 +478,70 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
   return spec;
 }
 
+// certFile and keyFile, or secretRef; `required` or none at all.
+GatewayCertificate DecodeCertificate(YamlCursor& c, bool required) {
+  GatewayCertificate out;
+  c.String("certFile", &out.cert_file);
+  c.String("keyFile", &out.key_file);
+  if (auto s = c.Map("secretRef")) out.secret = DecodeRef(*s);
+  const bool files = !out.cert_file.empty() || !out.key_file.empty();
+  const bool secret = !out.secret.name.empty();
+  if (files && secret) {
+    c.Error("set either certFile and keyFile, or secretRef");
+  } else if (files && (out.cert_file.empty() || out.key_file.empty())) {
+    c.Error("set both certFile and keyFile");
+  } else if (!files && !secret && required) {
+    c.Error("set either certFile and keyFile, or secretRef");
+  }
+  return out;
+}
+
+// A TLS server name as Envoy matches it: a lower-case host name, or one
+// with a leading "*." (any one or more labels).
+std::string ServerNameError(const std::string& name) {
+  if (name.empty() || name.size() > 253) return "must be 1 to 253 characters";
+  absl::string_view host = name;
+  if (absl::StartsWith(host, "*.")) host.remove_prefix(2);
+  if (host.empty() || host.front() == '.' || host.back() == '.') return "is not a host name";
+  for (char c : host) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '.')) {
+      return absl::StrCat("'", std::string(1, c),
+                          "' is not allowed: use lower-case letters, digits, '-', '.' and one "
+                          "leading '*.'");
+    }
+  }
+  return "";
+}
+
+GatewayTls DecodeGatewayTls(YamlCursor& t) {
+  GatewayTls tls;
+  std::set<std::string> seen;
+  t.List("certificates", [&](YamlCursor& s) {
+    SniCertificate sni;
+    s.StringList("serverNames", &sni.server_names);
+    if (sni.server_names.empty()) s.FieldError("serverNames", "must list at least one name");
+    for (size_t i = 0; i < sni.server_names.size(); ++i) {
+      const std::string& name = sni.server_names[i];
+      if (std::string why = ServerNameError(name); !why.empty()) {
+        s.ItemError("serverNames", i, absl::StrCat("\"", name, "\" ", why));
+      } else if (!seen.insert(name).second) {
+        s.ItemError("serverNames", i, absl::StrCat("\"", name, "\" is listed twice"));
+      }
+    }
+    sni.certificate = DecodeCertificate(s, true);
+    s.RejectUnknownFields();
+    tls.sni.push_back(std::move(sni));
+  });
+  tls.certificate = DecodeCertificate(t, tls.sni.empty());
+  t.RejectUnknownFields();
+  return tls;
+}
+
 GatewaySpec DecodeGateway(YamlCursor& c) {
   GatewaySpec spec;
   c.String("bindAddress", &spec.bind_address);
   c.Uint("port", &spec.port, 1, 65535, true);
-  if (auto t = c.Map("tls")) {
-    GatewayTls tls;
-    t->String("certFile", &tls.cert_file);
-    t->String("keyFile", &tls.key_file);
-    if (auto s = t->Map("secretRef")) tls.secret = DecodeRef(*s);
-    const bool files = !tls.cert_file.empty() || !tls.key_file.empty();
-    if (files == !tls.secret.name.empty())
-      t->Error("set either certFile and keyFile, or secretRef");
-    else if (files && (tls.cert_file.empty() || tls.key_file.empty()))
-      t->Error("set both certFile and keyFile");
-    t->RejectUnknownFields();
-    spec.tls = tls;
-  }
+  if (auto t = c.Map("tls")) spec.tls = DecodeGatewayTls(*t);
   spec.virtual_services = DecodeRefs(c, "virtualServices");
   if (auto s = c.Map("virtualServiceSelector")) spec.virtual_service_selector = DecodeSelector(*s);
   if (spec.virtual_services.empty() && !spec.virtual_service_selector) {

@@ -105,6 +105,7 @@ struct Redirect {
   std::string path;
   std::string prefix_rewrite;
   bool https = false;
+  uint32_t port = 0;    // 0: the request's port is kept
   uint32_t code = 301;  // 301, 302, 303, 307, 308
 };
 
@@ -130,6 +131,13 @@ struct HeaderEdits {
   std::vector<std::string> remove;
 };
 
+// A copy of each request (or of a share of them) sent to another upstream;
+// its answer is ignored. Envoy only: gRPC clients do not mirror.
+struct RequestMirror {
+  ObjectRef upstream;
+  uint32_t per_million = 1'000'000;  // share of requests mirrored
+};
+
 struct CorsPolicy {
   std::vector<StringMatch> allow_origins;
   std::vector<std::string> allow_methods;
@@ -147,6 +155,7 @@ struct RouteOptions {
   HeaderEdits request_headers;
   HeaderEdits response_headers;
   std::optional<CorsPolicy> cors;
+  std::vector<RequestMirror> mirrors;
 };
 
 using RouteAction = std::variant<ObjectRef /*single upstream*/, std::vector<WeightedUpstream>,
@@ -173,10 +182,25 @@ struct RouteTableSpec {
   std::vector<Route> routes;
 };
 
-struct GatewayTls {
+// A certificate and its key: files on the proxy, or a Secret object.
+struct GatewayCertificate {
   std::string cert_file;
   std::string key_file;
   ObjectRef secret;  // alternative to files: a Secret object (certificate, key)
+  bool empty() const { return cert_file.empty() && secret.name.empty(); }
+};
+
+// The certificate for clients whose TLS server name (SNI) is one of these.
+struct SniCertificate {
+  std::vector<std::string> server_names;  // "shop.example.com", "*.example.com"
+  GatewayCertificate certificate;
+};
+
+struct GatewayTls {
+  // For clients that send no server name or one no `sni` entry lists;
+  // empty when only `sni` is set (such clients are then refused).
+  GatewayCertificate certificate;
+  std::vector<SniCertificate> sni;
 };
 
 struct GatewaySpec {

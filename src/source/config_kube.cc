@@ -232,8 +232,8 @@ gateway_api::Conversion KubeConfigSource::AddGatewayApi(TranslationInput* input)
   for (const auto& [resource, reflectors] : gateway_api_reflectors_) {
     objects[resource] = ObjectsOf(reflectors);
   }
-  gateway_api::Conversion conversion =
-      gateway_api::ConvertGatewayApi(GatewayApiInputOf(objects, input->services));
+  gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(
+      GatewayApiInputOf(objects, input->services), gateway_api_decoder_);
   for (const GatewayObject& object : conversion.objects) input->objects[object.key()] = object;
   return conversion;
 }

@@ -86,14 +86,12 @@ class KubeConfigSource : public ConfigSource {
   gateway_api::GatewayApiStatuses gateway_api_statuses() const;
   // Called on the apply thread after each translation with those statuses
   // (a status writer's trigger). Set before Start().
-  void OnGatewayApiStatuses(
-      std::function<void(const gateway_api::GatewayApiStatuses&)> listener) {
+  void OnGatewayApiStatuses(std::function<void(const gateway_api::GatewayApiStatuses&)> listener) {
     gateway_api_listener_ = std::move(listener);
   }
   // Like OnStatuses(), with the version of each object the statuses are
   // about (for status.observedGeneration). Replaces an OnStatuses listener.
-  void OnObjectStatuses(
-      std::function<void(const StatusMap&, const ObservedObjects&)> listener) {
+  void OnObjectStatuses(std::function<void(const StatusMap&, const ObservedObjects&)> listener) {
     pipeline_.OnStatuses([this, listener = std::move(listener)](const StatusMap& statuses) {
       listener(statuses, observed_);
     });
@@ -132,9 +130,10 @@ class KubeConfigSource : public ConfigSource {
   // Gateway API resources and namespaces, by resource name; optional: a
   // 404 means "not installed".
   std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
-  std::set<const Reflector*> optional_;  // the same reflectors, as a set
-  std::set<std::string> missing_logged_;  // the apply thread only
-  ServiceDiscovery discovery_;  // the apply thread only
+  std::set<const Reflector*> optional_;                     // the same reflectors, as a set
+  std::set<std::string> missing_logged_;                    // the apply thread only
+  ServiceDiscovery discovery_;                              // the apply thread only
+  gateway_api::HoldfastObjectDecoder gateway_api_decoder_;  // the apply thread only
   Poller applier_;
 
   absl::Mutex mu_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "src/common/protowire.h"
 #include "src/translate/envoy_validation.h"
@@ -83,26 +84,66 @@ bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const Ser
   return true;
 }
 
-std::optional<FieldError> AddTls(const GatewayObject& gateway, const ObjectIndex& index,
+// Points `chain` at TLS with `certificate`; `field` is where the
+// certificate is in the Gateway, for errors.
+std::optional<FieldError> AddTls(const GatewayObject& gateway,
+                                 const GatewayCertificate& certificate, const std::string& field,
+                                 const ObjectIndex& index,
                                  envoy::config::listener::v3::FilterChain* chain) {
-  const auto& spec = std::get<GatewaySpec>(gateway.spec);
   envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
-  auto* certificate = tls.mutable_common_tls_context()->add_tls_certificates();
-  if (!spec.tls->secret.name.empty()) {
-    const GatewayObject* secret = index.Find(kind::kSecret, spec.tls->secret, gateway.meta.ns);
+  auto* out = tls.mutable_common_tls_context()->add_tls_certificates();
+  if (!certificate.secret.name.empty()) {
+    const GatewayObject* secret = index.Find(kind::kSecret, certificate.secret, gateway.meta.ns);
     if (secret == nullptr) {
-      return FieldError{
-          "spec.tls.secretRef", absl::StrCat("secret ", spec.tls->secret.name, " not found"), {}};
+      return FieldError{absl::StrCat(field, ".secretRef"),
+                        absl::StrCat("secret ", certificate.secret.name, " not found"),
+                        {}};
     }
     const auto& material = std::get<SecretSpec>(secret->spec);
-    certificate->mutable_certificate_chain()->set_inline_string(material.certificate);
-    certificate->mutable_private_key()->set_inline_string(material.private_key);
+    out->mutable_certificate_chain()->set_inline_string(material.certificate);
+    out->mutable_private_key()->set_inline_string(material.private_key);
   } else {
-    certificate->mutable_certificate_chain()->set_filename(spec.tls->cert_file);
-    certificate->mutable_private_key()->set_filename(spec.tls->key_file);
+    out->mutable_certificate_chain()->set_filename(certificate.cert_file);
+    out->mutable_private_key()->set_filename(certificate.key_file);
   }
   chain->mutable_transport_socket()->set_name("envoy.transport_sockets.tls");
   chain->mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  return std::nullopt;
+}
+
+// The listener's filter chains: one without TLS, or one per certificate,
+// chosen by the server name (SNI) the client sends; the default
+// certificate's chain takes clients whose name no other chain lists.
+std::optional<FieldError> AddFilterChains(const GatewayObject& gateway, const ObjectIndex& index,
+                                          const envoy::config::listener::v3::Filter& hcm,
+                                          Listener* listener) {
+  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  if (!spec.tls) {
+    *listener->add_filter_chains()->add_filters() = hcm;
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < spec.tls->sni.size(); ++i) {
+    const SniCertificate& sni = spec.tls->sni[i];
+    auto* chain = listener->add_filter_chains();
+    *chain->add_filters() = hcm;
+    for (const std::string& name : sni.server_names) {
+      chain->mutable_filter_chain_match()->add_server_names(name);
+    }
+    const std::string field = absl::StrCat("spec.tls.certificates[", i, "]");
+    if (auto error = AddTls(gateway, sni.certificate, field, index, chain)) return error;
+  }
+  if (!spec.tls->certificate.empty()) {
+    auto* chain = listener->add_filter_chains();
+    *chain->add_filters() = hcm;
+    if (auto error = AddTls(gateway, spec.tls->certificate, "spec.tls", index, chain)) return error;
+  }
+  if (!spec.tls->sni.empty()) {
+    // Reads the server name before a chain is chosen.
+    auto* inspector = listener->add_listener_filters();
+    inspector->set_name("envoy.filters.listener.tls_inspector");
+    inspector->mutable_typed_config()->PackFrom(
+        envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector());
+  }
   return std::nullopt;
 }
 
@@ -136,13 +177,10 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   auto* socket = listener.mutable_address()->mutable_socket_address();
   socket->set_address(spec.bind_address);
   socket->set_port_value(spec.port);
-  auto* chain = listener.add_filter_chains();
-  auto* filter = chain->add_filters();
-  filter->set_name("envoy.filters.network.http_connection_manager");
-  filter->mutable_typed_config()->PackFrom(MakeHcm(StatPrefix(listener.name()), routes_name, cors));
-  if (spec.tls) {
-    if (auto error = AddTls(gateway, *context.index, chain)) return error;
-  }
+  envoy::config::listener::v3::Filter hcm;
+  hcm.set_name("envoy.filters.network.http_connection_manager");
+  hcm.mutable_typed_config()->PackFrom(MakeHcm(StatPrefix(listener.name()), routes_name, cors));
+  if (auto error = AddFilterChains(gateway, *context.index, hcm, &listener)) return error;
   if (absl::Status valid = ValidateEnvoyResource(listener); !valid.ok()) {
     return FieldError{
         "spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()), {}};

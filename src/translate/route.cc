@@ -149,6 +149,50 @@ void MissingUpstream(const ObjectRef& ref, const std::string& ns, const Route& r
       absl::StrCat("upstream ", full, " not found\n"));
 }
 
+// Mirrors whose upstream is missing are left out (the route itself still
+// forwards); gRPC clients do not mirror, so they get none.
+void AddMirrors(const Route& route, const std::string& ns, const RouteTarget& target,
+                ObjectStatus* status, route_v3::RouteAction* action) {
+  if (target.for_grpc) return;
+  for (size_t i = 0; i < route.options.mirrors.size(); ++i) {
+    const RequestMirror& mirror = route.options.mirrors[i];
+    const std::string cluster = target.resolve_upstream(mirror.upstream);
+    if (cluster.empty()) {
+      const ObjectRef& ref = mirror.upstream;
+      status->Warn(absl::StrCat(route.path, ".options.mirrors[", i, "].upstream"),
+                   absl::StrCat("upstream ", ref.ns.empty() ? ns : ref.ns, "/", ref.name,
+                                " not found; requests are not mirrored to it"),
+                   route.location);
+      continue;
+    }
+    auto* policy = action->add_request_mirror_policies();
+    policy->set_cluster(cluster);
+    if (mirror.per_million < 1'000'000) {
+      auto* share = policy->mutable_runtime_fraction()->mutable_default_value();
+      share->set_numerator(mirror.per_million);
+      share->set_denominator(envoy::type::v3::FractionalPercent::MILLION);
+    }
+  }
+}
+
+// What a route that forwards does besides choosing its upstreams.
+void ApplyForwardingOptions(const Route& route, const std::string& ns, const RouteTarget& target,
+                            ObjectStatus* status, route_v3::RouteAction* action) {
+  const RouteOptions& options = route.options;
+  if (!options.prefix_rewrite.empty()) action->set_prefix_rewrite(options.prefix_rewrite);
+  if (!options.host_rewrite.empty()) action->set_host_rewrite_literal(options.host_rewrite);
+  if (options.timeout) SetDuration(*options.timeout, action->mutable_timeout());
+  if (options.retries) {
+    auto* retry = action->mutable_retry_policy();
+    retry->set_retry_on(options.retries->retry_on);
+    retry->mutable_num_retries()->set_value(options.retries->num_retries);
+    if (options.retries->per_try_timeout) {
+      SetDuration(*options.retries->per_try_timeout, retry->mutable_per_try_timeout());
+    }
+  }
+  AddMirrors(route, ns, target, status, action);
+}
+
 }  // namespace
 
 bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
@@ -164,17 +208,7 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns, const 
   const RouteOptions& options = route.options;
 
   auto apply_route_options = [&](route_v3::RouteAction* action) {
-    if (!options.prefix_rewrite.empty()) action->set_prefix_rewrite(options.prefix_rewrite);
-    if (!options.host_rewrite.empty()) action->set_host_rewrite_literal(options.host_rewrite);
-    if (options.timeout) SetDuration(*options.timeout, action->mutable_timeout());
-    if (options.retries) {
-      auto* retry = action->mutable_retry_policy();
-      retry->set_retry_on(options.retries->retry_on);
-      retry->mutable_num_retries()->set_value(options.retries->num_retries);
-      if (options.retries->per_try_timeout) {
-        SetDuration(*options.retries->per_try_timeout, retry->mutable_per_try_timeout());
-      }
-    }
+    ApplyForwardingOptions(route, ns, target, status, action);
   };
 
   if (const auto* single = std::get_if<ObjectRef>(&route.action)) {
@@ -221,6 +255,7 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns, const 
     if (!redirect->path.empty()) r->set_path_redirect(redirect->path);
     if (!redirect->prefix_rewrite.empty()) r->set_prefix_rewrite(redirect->prefix_rewrite);
     if (redirect->https) r->set_https_redirect(true);
+    if (redirect->port != 0) r->set_port_redirect(redirect->port);
     switch (redirect->code) {
       case 302:
         r->set_response_code(route_v3::RedirectAction::FOUND);

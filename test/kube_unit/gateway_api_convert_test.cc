@@ -1,6 +1,8 @@
 // The Gateway API conversion and its statuses as pure functions: objects in,
 // holdfast objects and Gateway API conditions out, then translated.
 #include "absl/strings/match.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
 #include "gtest/gtest.h"
 #include "src/gateway_api/attachment.h"
 #include "src/gateway_api/convert.h"
@@ -318,15 +320,14 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   EXPECT_TRUE(absl::StrContains(partially.message, "spec.rules[1]")) << partially.message;
   EXPECT_TRUE(RouteCondition("store", "Accepted").status);
   const auto& problems = Status(kHttpRouteKind, "shop", "store").problems;
-  ASSERT_EQ(problems.size(), 3u);
+  ASSERT_EQ(problems.size(), 2u);
   EXPECT_EQ(problems[0].path, "spec.rules[1]");
   EXPECT_TRUE(absl::StrContains(problems[0].message, "regex")) << problems[0].message;
-  EXPECT_EQ(problems[1].path, "spec.rules[2].filters[0].type");
-  EXPECT_EQ(problems[2].path, "spec.rules[3].retry");
+  EXPECT_EQ(problems[1].path, "spec.rules[3].retry");
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 1u);
+  EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 2u) << "/ and the mirrored /m";
 
   Condition accepted = RouteCondition("broken", "Accepted");
   EXPECT_FALSE(accepted.status);
@@ -334,6 +335,93 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   EXPECT_TRUE(absl::StartsWith(accepted.message, "spec.hostnames: ")) << accepted.message;
   EXPECT_EQ(debug_.at(ObjectKey{kHttpRouteKind, "shop", "broken"}).reasons[0].path,
             "spec.hostnames");
+}
+
+TEST_F(GatewayApiConvertTest, RequestMirrorAndRedirectPort) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  json mirrored = PrefixRule("/m", {Backend("web", 80)});
+  mirrored["filters"] = {
+      {{"type", "RequestMirror"},
+       {"requestMirror", {{"backendRef", Backend("api", 9000)}, {"percent", 10}}}},
+      {{"type", "RequestMirror"}, {"requestMirror", {{"backendRef", Backend("gone", 80)}}}}};
+  json moved = {{"matches", {{{"path", {{"type", "PathPrefix"}, {"value", "/old"}}}}}},
+                {"filters",
+                 {{{"type", "RequestRedirect"},
+                   {"requestRedirect", {{"scheme", "https"}, {"port", 8443}}}}}}};
+  AddHttpRoute(RouteJson("HTTPRoute", "shop", "store", {"shop.example.com"}, {mirrored, moved}));
+  Run();
+  const GatewayObject* vs =
+      Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
+  ASSERT_NE(vs, nullptr);
+  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  ASSERT_EQ(routes.size(), 2u);
+  const holdfast::Route& m = routes[0].match.path.value == "/m" ? routes[0] : routes[1];
+  const holdfast::Route& old = &m == &routes[0] ? routes[1] : routes[0];
+  ASSERT_EQ(m.options.mirrors.size(), 1u) << "the mirror to a missing Service is left out";
+  EXPECT_EQ(m.options.mirrors[0].upstream.ns, "shop");
+  EXPECT_EQ(m.options.mirrors[0].per_million, 100'000u);
+  ASSERT_TRUE(std::holds_alternative<Redirect>(old.action));
+  EXPECT_EQ(std::get<Redirect>(old.action).port, 8443u);
+  EXPECT_TRUE(std::get<Redirect>(old.action).https);
+
+  Condition resolved = RouteCondition("store", "ResolvedRefs");
+  EXPECT_FALSE(resolved.status);
+  EXPECT_EQ(resolved.reason, "BackendNotFound");
+  EXPECT_TRUE(RouteCondition("store", "Accepted").status) << "both rules are served";
+  EXPECT_EQ(Status(kHttpRouteKind, "shop", "store").problems[0].path,
+            "spec.rules[0].filters[1].requestMirror.backendRef.name");
+  int policies = 0;
+  for (const ResourcePtr& r : output_.resources) {
+    if (!absl::EndsWith(r->type_url(), "RouteConfiguration") ||
+        r->name() != "gateway/infra/gateway-api:gw:8080") {
+      continue;
+    }
+    envoy::config::route::v3::RouteConfiguration config;
+    ASSERT_TRUE(config.ParseFromString(r->serialized()));
+    for (const auto& host : config.virtual_hosts()) {
+      for (const auto& route : host.routes())
+        policies += route.route().request_mirror_policies_size();
+    }
+  }
+  EXPECT_EQ(policies, 1) << "the mirror reaches Envoy's route configuration";
+}
+
+TEST_F(GatewayApiConvertTest, DecoderReusesUnchangedObjectsAndForgetsGoneOnes) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  for (int i = 0; i < 3; ++i) {
+    AddHttpRoute(RouteJson("HTTPRoute", "shop", absl::StrCat("r", i),
+                           {absl::StrCat("h", i, ".example.com")},
+                           {PrefixRule("/", {Backend("web", 80)})}));
+  }
+  HoldfastObjectDecoder decoder;
+  const Conversion first = ConvertGatewayApi(input_, decoder);
+  const size_t remembered = decoder.remembered();
+  EXPECT_GT(remembered, first.objects.size()) << "objects and the rules checked alone";
+  // The same input again: the same output, and nothing new is remembered.
+  const Conversion again = ConvertGatewayApi(input_, decoder);
+  EXPECT_EQ(decoder.remembered(), remembered);
+  ASSERT_EQ(again.objects.size(), first.objects.size());
+  for (size_t i = 0; i < first.objects.size(); ++i) {
+    EXPECT_EQ(again.objects[i].key(), first.objects[i].key());
+    EXPECT_EQ(again.objects[i].content_digest, first.objects[i].content_digest);
+    EXPECT_EQ(again.objects[i].meta.location.file, first.objects[i].meta.location.file);
+  }
+  // One route changed, one gone: the output is what a fresh decoder makes,
+  // and what is no longer made is forgotten.
+  input_.routes[0] = ParseRoute(RouteJson("HTTPRoute", "shop", "r0", {"h0.example.com"},
+                                          {PrefixRule("/v2", {Backend("api", 9000)})}),
+                                false);
+  input_.routes.pop_back();
+  const Conversion changed = ConvertGatewayApi(input_, decoder);
+  const Conversion fresh = ConvertGatewayApi(input_);
+  ASSERT_EQ(changed.objects.size(), fresh.objects.size());
+  for (size_t i = 0; i < fresh.objects.size(); ++i) {
+    EXPECT_EQ(changed.objects[i].key(), fresh.objects[i].key());
+    EXPECT_EQ(changed.objects[i].content_digest, fresh.objects[i].content_digest);
+  }
+  HoldfastObjectDecoder other;
+  ConvertGatewayApi(input_, other);
+  EXPECT_EQ(decoder.remembered(), other.remembered()) << "entries of the old r0 and of r2 are gone";
 }
 
 TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
@@ -453,6 +541,59 @@ TEST_F(GatewayApiConvertTest, HttpsListenerCertificates) {
       FindCondition(Status(kGatewayKind, "infra", "secure").listeners[0].conditions, "ResolvedRefs")
           ->reason,
       "InvalidCertificateRef");
+}
+
+TEST_F(GatewayApiConvertTest, HttpsListenersOnOnePortChooseCertificatesBySni) {
+  auto https = [](const std::string& name, const std::string& hostname, const std::string& cert) {
+    json l = {{"name", name},
+              {"port", 8443},
+              {"protocol", "HTTPS"},
+              {"tls", {{"certificateRefs", {{{"name", cert}}}}}}};
+    if (!hostname.empty()) l["hostname"] = hostname;
+    return l;
+  };
+  AddGateway(GatewayJson(
+      "infra", "edge",
+      {https("shop", "shop.example.com", "shop-cert"),
+       https("api", "*.api.example.com", "api-cert"), https("api-v2", "v2.example.com", "api-cert"),
+       https("other", "", "default-cert")}));
+  for (const char* cert : {"shop-cert", "api-cert", "default-cert"}) {
+    input_.secrets[ServiceKey{"infra", cert}] = {absl::StrCat("CERT-", cert),
+                                                 absl::StrCat("KEY-", cert)};
+  }
+  Run();
+  for (const ListenerStatus& listener : Status(kGatewayKind, "infra", "edge").listeners) {
+    EXPECT_TRUE(FindCondition(listener.conditions, "Programmed")->status)
+        << listener.name << ": " << FindCondition(listener.conditions, "Programmed")->message;
+  }
+  const GatewayObject* gw = Object(kind::kGateway, "infra", "gateway-api:edge:8443");
+  ASSERT_NE(gw, nullptr);
+  const GatewayTls& tls = *std::get<GatewaySpec>(gw->spec).tls;
+  EXPECT_EQ(tls.certificate.secret.name, "gateway-api:secret:infra:default-cert");
+  ASSERT_EQ(tls.sni.size(), 2u);  // by Secret: api-cert's two names, shop-cert's one
+  EXPECT_EQ(tls.sni[0].server_names,
+            (std::vector<std::string>{"*.api.example.com", "v2.example.com"}));
+  EXPECT_EQ(tls.sni[1].server_names, std::vector<std::string>{"shop.example.com"});
+
+  envoy::config::listener::v3::Listener listener;
+  for (const ResourcePtr& r : output_.resources) {
+    if (r->name() == "gateway/infra/gateway-api:edge:8443" &&
+        absl::EndsWith(r->type_url(), "Listener")) {
+      ASSERT_TRUE(listener.ParseFromString(r->serialized()));
+    }
+  }
+  ASSERT_EQ(listener.filter_chains_size(), 3);
+  EXPECT_EQ(listener.filter_chains(0).filter_chain_match().server_names_size(), 2);
+  EXPECT_EQ(listener.filter_chains(1).filter_chain_match().server_names(0), "shop.example.com");
+  EXPECT_FALSE(listener.filter_chains(2).has_filter_chain_match()) << "the default certificate";
+  EXPECT_TRUE(absl::StrContains(listener.filter_chains(1).ShortDebugString(), "CERT-shop-cert"));
+  EXPECT_TRUE(absl::StrContains(listener.filter_chains(2).ShortDebugString(), "CERT-default-cert"));
+  ASSERT_EQ(listener.listener_filters_size(), 1);
+  EXPECT_EQ(listener.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
+  for (const auto& chain : listener.filter_chains()) {
+    ASSERT_EQ(chain.filters_size(), 1);
+    EXPECT_EQ(chain.filters(0).name(), "envoy.filters.network.http_connection_manager");
+  }
 }
 
 TEST_F(GatewayApiConvertTest, StatusJsonFollowsTheConventions) {

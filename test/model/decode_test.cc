@@ -81,6 +81,31 @@ TEST(DecodeTest, FieldPathsAndLines) {
       {"gateway tls",
        "kind: Gateway\nspec:\n  port: 80\n  virtualServices: [{name: a}]\n  tls: {certFile: c}\n",
        {"spec.tls: set both certFile and keyFile"}},
+      {"gateway tls without a certificate",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls: {}\n",
+       {"spec.tls: set either certFile and keyFile, or secretRef"}},
+      {"gateway sni only",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls:\n    "
+       "certificates:\n    - {serverNames: [a.example.com, \"*.b.example.com\"], secretRef: {name: "
+       "s}}\n",
+       {}},
+      {"gateway sni without names",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls:\n    "
+       "certificates:\n    - {serverNames: [], secretRef: {name: s}}\n",
+       {"spec.tls.certificates[0].serverNames: must list at least one name"}},
+      {"gateway sni name",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls:\n    "
+       "certificates:\n    - {serverNames: [Shop.example.com], secretRef: {name: s}}\n",
+       {"spec.tls.certificates[0].serverNames[0]: \"Shop.example.com\" 'S' is not allowed"}},
+      {"gateway sni name twice",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls:\n    "
+       "certificates:\n    - {serverNames: [a.example.com], secretRef: {name: s}}\n    - "
+       "{serverNames: [a.example.com], certFile: c, keyFile: k}\n",
+       {"spec.tls.certificates[1].serverNames[0]: \"a.example.com\" is listed twice"}},
+      {"gateway sni without certificate",
+       "kind: Gateway\nspec:\n  port: 443\n  virtualServices: [{name: a}]\n  tls:\n    "
+       "certificates:\n    - {serverNames: [a.example.com]}\n",
+       {"spec.tls.certificates[0]: set either certFile and keyFile, or secretRef"}},
       {"unknown kind", "kind: Frobnicator\nspec: {}\n", {"kind: must be one of"}},
       {"path must start with slash",
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {prefix: api}\n    "
@@ -123,6 +148,25 @@ TEST(DecodeTest, FieldPathsAndLines) {
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - match: {headers: [{name: "
        "\":authority\", exact: a}]}\n    upstream: u\n",
        {}},
+      {"mirror share in two ways",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{mirrors: [{upstream: m, percent: 5, fraction: {numerator: 1}}]}\n",
+       {"spec.routes[0].options.mirrors[0]: set only one of percent and fraction"}},
+      {"mirror fraction above one",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{mirrors: [{upstream: m, fraction: {numerator: 3, denominator: 2}}]}\n",
+       {"spec.routes[0].options.mirrors[0].fraction: numerator must not exceed denominator"}},
+      {"mirror without upstream",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{mirrors: [{percent: 5}]}\n",
+       {"spec.routes[0].options.mirrors[0].upstream: "}},
+      {"mirror percent",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - upstream: u\n    options: "
+       "{mirrors: [{upstream: m, percent: 101}]}\n",
+       {"spec.routes[0].options.mirrors[0].percent: must be between 0 and 100"}},
+      {"redirect port",
+       "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - redirect: {port: 0}\n",
+       {"spec.routes[0].redirect.port: must be between 1 and 65535"}},
       {"multi-line body",
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - directResponse: {status: 200, "
        "body: \"line 1\\nline 2\\n\"}\n",

@@ -14,6 +14,7 @@
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
 #include "src/translate/envoy_validation.h"
+#include "src/translate/names.h"
 
 namespace holdfast {
 namespace {
@@ -299,6 +300,112 @@ spec:
   Translator fresh;
   TranslationOutput first = fresh.Translate(Load(yaml));
   EXPECT_EQ(first.statuses.at({kind::kVirtualService, "ns", "vs"}).state, StatusState::kRejected);
+}
+
+TEST(TranslatorTest, MirrorsAndRedirectPort) {
+  std::string yaml = std::string(kBase) + R"(
+---
+apiVersion: holdfast.dev/v1
+kind: VirtualService
+metadata: {name: mirrored, namespace: ns, labels: {public: "yes"}}
+spec:
+  domains: [mirror.test]
+  routes:
+  - match: {prefix: /all}
+    upstream: a
+    options: {mirrors: [{upstream: b}]}
+  - match: {prefix: /some}
+    upstreams: [{name: a}]
+    options: {mirrors: [{upstream: b, fraction: {numerator: 1, denominator: 1000}},
+                        {upstream: gone, percent: 10}]}
+  - match: {prefix: /old}
+    redirect: {https: true, port: 8443, code: 308}
+)";
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(yaml));
+  const RouteConfiguration& rc =
+      As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw"));
+  const envoy::config::route::v3::VirtualHost* host = nullptr;
+  for (const auto& vh : rc.virtual_hosts()) {
+    if (vh.name() == "ns/mirrored") host = &vh;
+  }
+  ASSERT_NE(host, nullptr);
+  ASSERT_EQ(host->routes_size(), 3);
+  const auto& all = host->routes(0).route();
+  ASSERT_EQ(all.request_mirror_policies_size(), 1);
+  EXPECT_EQ(all.request_mirror_policies(0).cluster(), names::Cluster("ns", "b"));
+  EXPECT_FALSE(all.request_mirror_policies(0).has_runtime_fraction()) << "every request";
+  const auto& some = host->routes(1).route();
+  ASSERT_EQ(some.request_mirror_policies_size(), 1) << "the missing upstream is left out";
+  const auto& share = some.request_mirror_policies(0).runtime_fraction().default_value();
+  EXPECT_EQ(share.numerator(), 1000u);
+  EXPECT_EQ(share.denominator(), envoy::type::v3::FractionalPercent::MILLION);
+  const auto& redirect = host->routes(2).redirect();
+  EXPECT_TRUE(redirect.https_redirect());
+  EXPECT_EQ(redirect.port_redirect(), 8443u);
+  EXPECT_EQ(redirect.response_code(), envoy::config::route::v3::RedirectAction::PERMANENT_REDIRECT);
+
+  const ObjectStatus& status = out.statuses.at({kind::kVirtualService, "ns", "mirrored"});
+  EXPECT_EQ(status.state, StatusState::kWarning);
+  ASSERT_EQ(status.reasons.size(), 1u);
+  EXPECT_EQ(status.reasons[0].path, "spec.routes[1].options.mirrors[1].upstream");
+  EXPECT_NE(status.reasons[0].message.find("upstream ns/gone not found"), std::string::npos);
+
+  // gRPC clients do not mirror: their route configuration has no policy.
+  for (const ResourcePtr& r : out.resources) {
+    if (r->type_url() != type_url::kRouteConfiguration || r->name() == "gateway/ns/gw") continue;
+    RouteConfiguration grpc_routes;
+    ASSERT_TRUE(grpc_routes.ParseFromString(r->serialized())) << r->name();
+    for (const auto& vh : grpc_routes.virtual_hosts()) {
+      for (const auto& route : vh.routes()) {
+        EXPECT_EQ(route.route().request_mirror_policies_size(), 0) << r->name();
+      }
+    }
+  }
+  EXPECT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok());
+}
+
+TEST(TranslatorTest, GatewayCertificatesBySni) {
+  const std::string gateway = R"(
+---
+apiVersion: holdfast.dev/v1
+kind: Gateway
+metadata: {name: tls, namespace: ns}
+spec:
+  port: 8443
+  virtualServiceSelector: {labels: {public: "yes"}}
+  tls:
+    certificates:
+    - {serverNames: [echo.test, "*.echo.test"], certFile: /certs/echo.crt, keyFile: /certs/echo.key}
+    - {serverNames: [other.test], secretRef: {name: other}}
+)";
+  Translator translator;
+  // The Secret is missing: the gateway is Rejected naming the entry, and
+  // the plain gateway beside it is served.
+  TranslationOutput missing = translator.Translate(Load(std::string(kBase) + gateway));
+  const ObjectStatus& refused = missing.statuses.at({kind::kGateway, "ns", "tls"});
+  EXPECT_EQ(refused.state, StatusState::kRejected);
+  ASSERT_FALSE(refused.reasons.empty());
+  EXPECT_EQ(refused.reasons[0].path, "spec.tls.certificates[1].secretRef");
+  EXPECT_NE(Find(missing, type_url::kListener, "gateway/ns/gw"), nullptr);
+
+  TranslationOutput out = translator.Translate(Load(std::string(kBase) + gateway + R"(
+---
+apiVersion: holdfast.dev/v1
+kind: Secret
+metadata: {name: other, namespace: ns}
+spec: {certificate: CERT-OTHER, privateKey: KEY-OTHER}
+)"));
+  EXPECT_EQ(out.statuses.at({kind::kGateway, "ns", "tls"}).state, StatusState::kAccepted);
+  const Listener& listener = As<Listener>(Find(out, type_url::kListener, "gateway/ns/tls"));
+  ASSERT_EQ(listener.filter_chains_size(), 2) << "no default certificate: no third chain";
+  EXPECT_EQ(listener.filter_chains(0).filter_chain_match().server_names(1), "*.echo.test");
+  EXPECT_NE(listener.filter_chains(0).ShortDebugString().find("/certs/echo.crt"),
+            std::string::npos);
+  EXPECT_NE(listener.filter_chains(1).ShortDebugString().find("CERT-OTHER"), std::string::npos);
+  ASSERT_EQ(listener.listener_filters_size(), 1);
+  EXPECT_EQ(listener.listener_filters(0).name(), "envoy.filters.listener.tls_inspector");
+  EXPECT_TRUE(ValidateEnvoyResource(listener).ok());
 }
 
 TEST(TranslatorTest, DelegatedTablesOrderedByWeight) {
