@@ -23,12 +23,30 @@ bool Older(const T* a, const T* b) {
          std::tie(b->meta.creation_timestamp, b->meta.ns, b->meta.name);
 }
 
-// One holdfast route in a virtual service, with what orders it.
+// The match's part of the Gateway API's precedence: exact paths, then
+// regular expressions (implementation-specific: holdfast puts them before
+// prefixes), then the longest prefix; then a method, more headers, more
+// query parameters.
+using MatchPrecedence = std::tuple<int, int64_t, bool, int64_t, int64_t>;
+
+MatchPrecedence PrecedenceOf(const json& route) {
+  const json& match = route["match"];
+  const int kind = match.contains("exact") ? 0 : match.contains("regex") ? 1 : 2;
+  const size_t length = kind == 2 ? match["prefix"].get<std::string>().size() : 0;
+  const size_t headers = match.contains("headers") ? match["headers"].size() : 0;
+  const size_t queries = match.contains("queryParams") ? match["queryParams"].size() : 0;
+  return {kind, -static_cast<int64_t>(length), !match.contains("methods"),
+          -static_cast<int64_t>(headers), -static_cast<int64_t>(queries)};
+}
+
+// One holdfast route in a virtual service, with what orders it. The spec
+// is shared: a route attached to many hosts is converted once.
 struct PlacedRoute {
   const Route* route;
   size_t rule;
   size_t match;
-  json spec;
+  std::shared_ptr<const json> spec;
+  MatchPrecedence precedence;
 };
 
 // A holdfast Gateway: the served listeners of one Gateway on one port.
@@ -45,20 +63,13 @@ ObjectKey KeyOf(const Gateway& gateway) {
   return {kGatewayKind, gateway.meta.ns, gateway.meta.name};
 }
 
-// The Gateway API's precedence: exact paths, then regular expressions
-// (implementation-specific: holdfast puts them before prefixes), then the
-// longest prefix; then a method, more headers, more query parameters; then
-// the oldest route, its namespace and name, rule and match order.
-auto PrecedenceKey(const PlacedRoute& r) {
-  const json& match = r.spec["match"];
-  const int kind = match.contains("exact") ? 0 : match.contains("regex") ? 1 : 2;
-  const size_t length = kind == 2 ? match["prefix"].get<std::string>().size() : 0;
-  const size_t headers = match.contains("headers") ? match["headers"].size() : 0;
-  const size_t queries = match.contains("queryParams") ? match["queryParams"].size() : 0;
-  return std::make_tuple(kind, -static_cast<int64_t>(length), !match.contains("methods"),
-                         -static_cast<int64_t>(headers), -static_cast<int64_t>(queries),
-                         r.route->meta.creation_timestamp, r.route->meta.ns, r.route->meta.name,
-                         r.rule, r.match);
+// The Gateway API's precedence: the match's, then the oldest route, its
+// namespace and name, rule and match order.
+bool Precedes(const PlacedRoute* a, const PlacedRoute* b) {
+  const Meta& x = a->route->meta;
+  const Meta& y = b->route->meta;
+  return std::tie(a->precedence, x.creation_timestamp, x.ns, x.name, a->rule, a->match) <
+         std::tie(b->precedence, y.creation_timestamp, y.ns, y.name, b->rule, b->match);
 }
 
 // The rule's routes pass the decoder one by one, so that one bad rule (an
@@ -117,8 +128,16 @@ std::vector<std::vector<json>> ConvertRules(const Route& route, const GatewayApi
 }
 
 void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents,
-                const std::vector<std::vector<json>>& rules, Ports& ports,
+                std::vector<std::vector<json>> rules, Ports& ports,
                 std::map<ListenerStatus*, std::set<ObjectKey>>& attached) {
+  std::vector<std::vector<PlacedRoute>> converted(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) {
+    for (size_t m = 0; m < rules[i].size(); ++m) {
+      const MatchPrecedence precedence = PrecedenceOf(rules[i][m]);
+      converted[i].push_back(
+          {&route, i, m, std::make_shared<const json>(std::move(rules[i][m])), precedence});
+    }
+  }
   for (const ParentAttachment& parent : parents) {
     if (!parent.accepted.status) continue;
     for (const Attachment& a : parent.attachments) {
@@ -127,13 +146,13 @@ void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents
       port.sources.insert(route.key());
       for (const std::string& host : a.hostnames) {
         std::vector<PlacedRoute>& placed = port.hosts[host];
-        for (size_t i = 0; i < rules.size(); ++i) {
-          for (size_t m = 0; m < rules[i].size(); ++m) {
+        for (const std::vector<PlacedRoute>& rule : converted) {
+          for (const PlacedRoute& r : rule) {
             // A route attached twice to one host (two listeners) is served once.
             bool dup = std::any_of(placed.begin(), placed.end(), [&](const PlacedRoute& p) {
-              return p.route == &route && p.rule == i && p.match == m;
+              return p.route == &route && p.rule == r.rule && p.match == r.match;
             });
-            if (!dup) placed.push_back({&route, i, m, rules[i][m]});
+            if (!dup) placed.push_back(r);
           }
         }
       }
@@ -165,7 +184,7 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
   for (size_t i = 0; i < parents.size(); ++i) {
     parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
   }
-  PlaceRoute(route, parents, rules, ports, attached);
+  PlaceRoute(route, parents, std::move(rules), ports, attached);
 }
 
 void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
@@ -224,19 +243,18 @@ void EmitPort(const Port& port, const GatewayApiInput& input, HoldfastObjectDeco
   const std::string& ns = port.gateway->meta.ns;
   json services = json::array();
   for (const auto& [host, routes] : port.hosts) {
-    std::vector<PlacedRoute> sorted = routes;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      return PrecedenceKey(a) < PrecedenceKey(b);
-    });
+    std::vector<const PlacedRoute*> sorted;
+    for (const PlacedRoute& r : routes) sorted.push_back(&r);
+    std::stable_sort(sorted.begin(), sorted.end(), Precedes);
     // Clients of a port other than 80 and 443 send it in the Host header,
     // which Envoy matches as it is; the Gateway API ignores the port.
     json domains = {host};
     if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
     json spec = {{"domains", domains}, {"routes", json::array()}};
     std::set<ObjectKey> sources;
-    for (const PlacedRoute& r : sorted) {
-      spec["routes"].push_back(r.spec);
-      sources.insert(r.route->key());
+    for (const PlacedRoute* r : sorted) {
+      spec["routes"].push_back(*r->spec);
+      sources.insert(r->route->key());
     }
     const std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
     Emit(kind::kVirtualService, ns, name, spec, sources, decoder, out);

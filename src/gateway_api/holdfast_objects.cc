@@ -30,14 +30,15 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
                                                            const std::string& name,
                                                            const nlohmann::json& spec,
                                                            FieldErrors* errors) {
-  const nlohmann::json doc = {{"apiVersion", "holdfast.dev/v1"},
-                              {"kind", kind},
-                              {"metadata", {{"name", "synthesized"}, {"namespace", ns}}},
-                              {"spec", spec}};
   // Decoded routes carry the file name in their locations: it is part of
   // the key, so that two objects of the same text each keep their own.
   const SourceLocation at{"gateway-api:" + kind + "/" + ns + "/" + name, 0};
-  const std::string text = doc.dump();
+  // The document is written around the spec's text: building it as JSON
+  // would copy the spec.
+  const std::string text =
+      absl::StrCat(R"({"apiVersion":"holdfast.dev/v1","kind":)", nlohmann::json(kind).dump(),
+                   R"(,"metadata":{"name":"synthesized","namespace":)", nlohmann::json(ns).dump(),
+                   R"(},"spec":)", spec.dump(), "}");
   auto [it, fresh] = entries_.try_emplace(absl::StrCat(at.file, "\n", text));
   Entry& entry = it->second;
   entry.used = true;
