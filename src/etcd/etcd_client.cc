@@ -75,19 +75,6 @@ gpr_timespec Deadline(absl::Duration timeout) {
 
 }  // namespace
 
-std::string PrefixRangeEnd(const std::string& prefix) {
-  std::string end = prefix;
-  while (!end.empty()) {
-    unsigned char last = static_cast<unsigned char>(end.back());
-    if (last < 0xff) {
-      end.back() = static_cast<char>(last + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
-
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {}
 EtcdClient::~EtcdClient() = default;
 

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "src/common/clock.h"
+#include "src/etcd/key_value_store.h"
 
 namespace holdfast {
 
@@ -38,45 +39,6 @@ struct EtcdClientOptions {
   absl::Duration keepalive_timeout = absl::Seconds(5);
 };
 
-struct KeyValue {
-  std::string key;
-  std::string value;
-  int64_t create_revision = 0;
-  int64_t mod_revision = 0;
-  int64_t lease = 0;
-};
-
-struct RangeResult {
-  std::vector<KeyValue> kvs;
-  int64_t revision = 0;  // the store revision the result was read at
-};
-
-struct WatchEvent {
-  enum class Type { kPut, kDelete };
-  Type type = Type::kPut;
-  KeyValue kv;  // for deletes, only key and mod_revision
-};
-
-// One watch response: the events of one or more revisions, in order, or
-// only a revision (a progress notification: nothing changed up to it).
-struct WatchBatch {
-  int64_t revision = 0;
-  std::vector<WatchEvent> events;
-};
-
-struct WatchOptions {
-  std::string prefix;
-  int64_t start_revision = 0;  // 0: from now
-  // How often to ask for progress, and how long to wait for any answer
-  // before the stream is taken for dead (a blackholed store never answers
-  // and never closes).
-  absl::Duration progress_interval = absl::Seconds(5);
-  absl::Duration stall_timeout = absl::Seconds(15);
-};
-
-// The end of the key range that holds every key starting with `prefix`.
-std::string PrefixRangeEnd(const std::string& prefix);
-
 // A client of the etcd v3 API. Thread-safe.
 //
 // Every call has a deadline. A call that fails because its endpoint is
@@ -85,21 +47,20 @@ std::string PrefixRangeEnd(const std::string& prefix);
 // Calls are never retried on the same endpoint: backing off is the caller's
 // business. All writes holdfast makes are idempotent, so a write retried
 // after a timeout cannot apply twice in a harmful way.
-class EtcdClient {
+class EtcdClient : public KeyValueStore {
  public:
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Create(EtcdClientOptions options);
-  ~EtcdClient();
+  ~EtcdClient() override;
 
   absl::StatusOr<RangeResult> Get(const std::string& key);
   // Every key under `prefix`, read in pages at one revision (`revision`, or
   // the current one when 0). OutOfRange if `revision` was compacted.
-  absl::StatusOr<RangeResult> GetPrefix(const std::string& prefix, int64_t revision = 0);
+  absl::StatusOr<RangeResult> GetPrefix(const std::string& prefix, int64_t revision = 0) override;
   // Returns the revision of the write.
-  absl::StatusOr<int64_t> Put(const std::string& key, const std::string& value,
-                              int64_t lease = 0);
+  absl::StatusOr<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0);
   // Returns how many keys were deleted (keys under `key` when `prefix`).
   absl::StatusOr<int64_t> Delete(const std::string& key, bool prefix = false);
-  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request) override;
   absl::Status Compact(int64_t revision);
 
   // Returns the lease id.
@@ -117,26 +78,14 @@ class EtcdClient {
   // off from its quorum ends the watch instead of going silent.
   absl::Status Watch(const WatchOptions& options,
                      const std::function<void(const WatchBatch&)>& on_batch,
-                     absl::Notification* stop, int64_t* compacted_revision = nullptr);
+                     absl::Notification* stop, int64_t* compacted_revision = nullptr) override;
 
   // The endpoint calls currently go to.
-  std::string current_endpoint() const;
+  std::string current_endpoint() const override;
 
-  // How the store has been answering, over every call and watch of this
-  // client: a store that stopped answering shows here as soon as any call
-  // times out, long before a quiet watch is taken for dead.
-  struct Contact {
-    bool failing = false;  // the latest outcome was an endpoint failure
-    absl::Duration since_success = absl::InfiniteDuration();
-    std::string last_error;
-    // Why the store refused this client's credentials or permissions
-    // (authentication failed, token or user refused, permission denied),
-    // while it does: set by any refused call, cleared by the next call that
-    // the store checks against them and that succeeds.
-    std::string refused;
-  };
-  Contact contact() const;
-  absl::Duration call_timeout() const { return options_.call_timeout; }
+  // How the store has been answering (KeyValueStore::Contact).
+  Contact contact() const override;
+  absl::Duration call_timeout() const override { return options_.call_timeout; }
 
  private:
   struct Endpoint {

@@ -14,12 +14,12 @@ std::string ObjectStoreKey(const std::string& prefix, const std::string& section
   return absl::StrCat(prefix, "/", section, "/", key.kind, "/", key.ns, "/", key.name);
 }
 
-EtcdConfigSource::EtcdConfigSource(Options options, EtcdClient* client, const Clock& clock,
+EtcdConfigSource::EtcdConfigSource(Options options, KeyValueStore* store, const Clock& clock,
                                    MetricsRegistry* metrics,
                                    std::function<void(SnapshotPtr)> publish)
     : options_(std::move(options)),
       config_prefix_(options_.prefix + "/config/"),
-      client_(client),
+      store_(store),
       clock_(clock),
       pipeline_(absl::StrCat("etcd ", options_.prefix), options_.translator, clock, metrics,
                 std::move(publish)),
@@ -67,9 +67,9 @@ SourceHealth EtcdConfigSource::health() const {
   // Every call of the client counts (lease renewals every retry period,
   // status writes), so a store that went silent shows within a call timeout
   // even while the watch still waits for its stall deadline.
-  EtcdClient::Contact contact = client_->contact();
+  KeyValueStore::Contact contact = store_->contact();
   health.access_error = contact.refused;
-  if (health.connected && contact.failing && contact.since_success > client_->call_timeout()) {
+  if (health.connected && contact.failing && contact.since_success > store_->call_timeout()) {
     health.connected = false;
     health.last_error = contact.last_error;
     health.disconnected_since = clock_.Now() - contact.since_success;
@@ -81,7 +81,7 @@ void EtcdConfigSource::MarkConnected(int64_t revision) {
   absl::MutexLock lock(&mu_);
   if (!health_.connected) {
     LogInfo("etcd: connected to %s at revision %d (store was unreachable for %s)",
-            client_->current_endpoint(), revision,
+            store_->current_endpoint(), revision,
             absl::FormatDuration(
                 absl::Trunc(clock_.Now() - health_.disconnected_since, absl::Milliseconds(100))));
   }
@@ -105,7 +105,7 @@ void EtcdConfigSource::MarkDisconnected(const absl::Status& status) {
 void EtcdConfigSource::WatchLoop() {
   Backoff backoff(options_.min_backoff, options_.max_backoff);
   while (!stop_.HasBeenNotified()) {
-    absl::StatusOr<RangeResult> listing = client_->GetPrefix(config_prefix_);
+    absl::StatusOr<RangeResult> listing = store_->GetPrefix(config_prefix_, /*revision=*/0);
     if (!listing.ok()) {
       MarkDisconnected(listing.status());
       Sleep(backoff.Next());
@@ -127,7 +127,7 @@ void EtcdConfigSource::WatchLoop() {
       WatchOptions watch = options_.watch;
       watch.prefix = config_prefix_;
       watch.start_revision = revision + 1;
-      absl::Status ended = client_->Watch(
+      absl::Status ended = store_->Watch(
           watch,
           [&](const WatchBatch& batch) {
             MarkConnected(batch.revision);
@@ -153,7 +153,7 @@ void EtcdConfigSource::WatchLoop() {
               dirty_ = true;
             }
           },
-          &stop_);
+          &stop_, /*compacted_revision=*/nullptr);
       if (stop_.HasBeenNotified()) return;
       if (absl::IsOutOfRange(ended)) {
         LogWarning("etcd: %s; listing everything again", ended.message());

@@ -9,7 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
-#include "src/etcd/etcd_client.h"
+#include "src/etcd/key_value_store.h"
 #include "src/model/decode.h"
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
@@ -21,7 +21,8 @@ std::string ObjectStoreKey(const std::string& prefix, const std::string& section
                            const ObjectKey& key);
 
 // Gateway objects stored in etcd, one per key under PREFIX/config/ (see
-// docs/etcd.md), translated into snapshots.
+// docs/etcd.md), translated into snapshots. Reads the store through
+// KeyValueStore: EtcdClient in production, FakeKeyValueStore in unit tests.
 //
 // Lists every key at one revision, then watches from the next revision, so
 // no change is missed or seen twice. When the watch breaks it resumes from
@@ -45,7 +46,8 @@ class EtcdConfigSource : public ConfigSource {
     absl::Duration max_backoff = absl::Seconds(5);
   };
 
-  EtcdConfigSource(Options options, EtcdClient* client, const Clock& clock,
+  // `store` and `metrics` must outlive the source.
+  EtcdConfigSource(Options options, KeyValueStore* store, const Clock& clock,
                    MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish);
   ~EtcdConfigSource() override;
 
@@ -77,7 +79,7 @@ class EtcdConfigSource : public ConfigSource {
 
   const Options options_;
   const std::string config_prefix_;
-  EtcdClient* client_;
+  KeyValueStore* store_;
   const Clock& clock_;
   ConfigPipeline pipeline_;  // used by the apply thread only (statuses() is thread-safe)
   Counter* relists_;

@@ -59,10 +59,10 @@ nlohmann::json StoredStatusJson(const ObjectKey& key, const ObjectStatus& status
           {"reasons", reasons}};
 }
 
-StatusWriter::StatusWriter(Options options, EtcdClient* client, LeaseElector* elector,
+StatusWriter::StatusWriter(Options options, KeyValueStore* store, LeaseElector* elector,
                            Random& random, MetricsRegistry* metrics)
     : options_(std::move(options)),
-      client_(client),
+      store_(store),
       elector_(elector),
       random_(random),
       counters_(StatusCounters::Register(metrics)) {}
@@ -129,7 +129,7 @@ void StatusWriter::Stop() {
 }
 
 absl::Status StatusWriter::Reconcile(const Leadership& leadership) {
-  absl::StatusOr<RangeResult> stored = client_->GetPrefix(options_.prefix + "/status/");
+  absl::StatusOr<RangeResult> stored = store_->GetPrefix(options_.prefix + "/status/", /*revision=*/0);
   if (!stored.ok()) return stored.status();
   stored_.clear();
   for (const KeyValue& kv : stored->kvs) stored_[kv.key] = ContentOf(kv.value);
@@ -145,7 +145,7 @@ absl::Status StatusWriter::Commit(const Leadership& leadership, etcdserverpb::Tx
   fence->set_target(etcdserverpb::Compare::CREATE);
   fence->set_result(etcdserverpb::Compare::EQUAL);
   fence->set_create_revision(leadership.term);
-  absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(txn);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = store_->Txn(txn);
   if (!response.ok()) {
     counters_.errors->Increment();
     return response.status();

@@ -11,7 +11,7 @@
 #include "src/status/status_counters.h"
 #include "src/common/random.h"
 #include "src/election/lease_elector.h"
-#include "src/etcd/etcd_client.h"
+#include "src/etcd/key_value_store.h"
 #include "src/translate/status.h"
 
 namespace holdfast {
@@ -45,9 +45,9 @@ class StatusWriter {
     int max_ops_per_txn = 64;  // etcd refuses more than 128 by default
   };
 
-  // `client`, `elector`, `random` (which jitters retries) and `metrics` must
+  // `store`, `elector`, `random` (which jitters retries) and `metrics` must
   // outlive the writer.
-  StatusWriter(Options options, EtcdClient* client, LeaseElector* elector, Random& random,
+  StatusWriter(Options options, KeyValueStore* store, LeaseElector* elector, Random& random,
                MetricsRegistry* metrics);
   ~StatusWriter();
 
@@ -69,7 +69,7 @@ class StatusWriter {
   absl::Status Commit(const Leadership& leadership, etcdserverpb::TxnRequest& txn);
 
   const Options options_;
-  EtcdClient* client_;
+  KeyValueStore* store_;
   LeaseElector* elector_;
   Random& random_;
   StatusCounters counters_;

@@ -1,5 +1,6 @@
 // One suite that every gateway-object source passes: the directory source
-// (the embedded default), the etcd source (against a real etcd server) and
+// (the embedded default), the etcd source (over the in-memory
+// FakeKeyValueStore, and against a real etcd server) and
 // the Kubernetes source (against a real API server, when
 // HOLDFAST_TEST_KUBECONFIG names an admin kubeconfig for one with
 // holdfast's CRDs installed; test/kube/test_kube_client.py runs it so).
@@ -15,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "src/common/clock.h"
+#include "src/etcd/fake_key_value_store.h"
 #include "src/kube/kube_client.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
@@ -94,6 +96,27 @@ class EtcdFixture : public SourceFixture {
  private:
   testing::EtcdTestServer server_;
   std::unique_ptr<EtcdClient> client_;
+};
+
+// The etcd source over the in-memory store: the same cases, no server.
+class FakeEtcdFixture : public SourceFixture {
+ public:
+  void Put(const ObjectKey& key, const std::string& text) override {
+    store_.Put(LocationOf(key), text);
+  }
+  void Remove(const ObjectKey& key) override { store_.Delete(LocationOf(key)); }
+  std::string LocationOf(const ObjectKey& key) const override {
+    return ObjectStoreKey("/conformance", "config", key);
+  }
+  std::unique_ptr<ConfigSource> Make(MetricsRegistry* metrics,
+                                     std::function<void(SnapshotPtr)> publish) override {
+    EtcdConfigSource::Options options;
+    options.prefix = "/conformance";
+    return std::make_unique<EtcdConfigSource>(options, &store_, Clock::Real(), metrics, publish);
+  }
+
+ private:
+  FakeKeyValueStore store_;
 };
 
 // Objects written by server-side apply, as kubectl does, with the admin's
@@ -349,9 +372,10 @@ TEST_P(ConfigSourceConformance, RemovedObjectIsWithdrawn) {
 INSTANTIATE_TEST_SUITE_P(
     Sources, ConfigSourceConformance,
     ::testing::Values([] { return std::unique_ptr<SourceFixture>(new DirectoryFixture()); },
-                      [] { return std::unique_ptr<SourceFixture>(new EtcdFixture()); }),
+                      [] { return std::unique_ptr<SourceFixture>(new EtcdFixture()); },
+                      [] { return std::unique_ptr<SourceFixture>(new FakeEtcdFixture()); }),
     [](const ::testing::TestParamInfo<ConfigSourceConformance::ParamType>& info) {
-      return info.index == 0 ? std::string("Directory") : std::string("Etcd");
+      return std::string(info.index == 0 ? "Directory" : info.index == 1 ? "Etcd" : "FakeEtcd");
     });
 
 // Only with an API server to run against (see the top of this file).
