@@ -275,7 +275,17 @@ bool LeaseElector::IsLeftover(const Candidate& candidate, int64_t first_own_revi
          candidate.create_revision < first_own_revision && candidate.lease_id != 0;
 }
 
+std::optional<LeaseElector::TermGuard> LeaseElector::HoldTerm(int64_t term) {
+  TermGuard guard(&release_mu_);
+  const Leadership now = Current();
+  if (!now.is_leader || now.term != term) return std::nullopt;
+  return guard;
+}
+
 void LeaseElector::RevokeDropped(std::vector<int64_t> leases) {
+  if (leases.empty()) return;
+  // Writes of the ended term that are in flight land first (TermGuard).
+  absl::WriterMutexLock release_lock(&release_mu_);
   std::vector<int64_t> failed;
   for (int64_t lease : leases) {
     absl::Status revoked = backend_->RevokeLease(lease);

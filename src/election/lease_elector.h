@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +112,26 @@ class LeaseElector {
   // reports false as soon as the deadline passes, before any tick.
   Leadership Current() const;
 
+  // Held by a writer around one write of `term` (a status PUT). A term ends
+  // locally at once (Current() says so), but this replica releases its lease
+  // in the store only after every guard is gone: a write checked against
+  // the term therefore lands before another replica can take over by that
+  // release. (Found by the Kubernetes chaos run: the API server's fencing
+  // policy reads the Lease from a cache, so it accepted a write that landed
+  // just after the release.) Hold it only for the write: a Tick() that
+  // releases waits for it. A thread holding one must not ask for another.
+  class TermGuard {
+   public:
+    explicit TermGuard(absl::Mutex* release_mu)
+        : lock_(std::make_unique<absl::ReaderMutexLock>(release_mu)) {}
+
+   private:
+    std::unique_ptr<absl::ReaderMutexLock> lock_;
+  };
+
+  // A guard while this replica leads in `term`; nullopt when it does not.
+  std::optional<TermGuard> HoldTerm(int64_t term);
+
   // The store refused a status write fenced by `term`. If that is this
   // replica's current term, steps down at once (listeners are told) and drops
   // the lease; the next Tick() revokes it and campaigns with a new lease.
@@ -168,6 +190,9 @@ class LeaseElector {
   // Serializes Tick() and Resign(), so backend calls for one candidacy never
   // overlap. Never held while calling listeners. Order: tick_mu_, then mu_.
   absl::Mutex tick_mu_;
+  // Read-held by TermGuards, write-held while releasing leases. Order:
+  // tick_mu_, then release_mu_, then mu_.
+  absl::Mutex release_mu_;
 
   mutable absl::Mutex mu_;
   // The candidacy: lease (0 when none), our key, and its create revision (0

@@ -1,6 +1,5 @@
 #include "src/status/kube_status_writer.h"
 
-
 #include "absl/strings/str_cat.h"
 #include "src/common/backoff.h"
 #include "src/common/log.h"
@@ -18,13 +17,15 @@ nlohmann::json AcceptedCondition(const ObjectStatus& status, int64_t generation)
   if (!status.reasons.empty()) {
     const FieldError& first = status.reasons.front();
     message = first.path.empty() ? first.message : absl::StrCat(first.path, ": ", first.message);
-    if (status.reasons.size() > 1) absl::StrAppend(&message, " (and ", status.reasons.size() - 1, " more)");
+    if (status.reasons.size() > 1)
+      absl::StrAppend(&message, " (and ", status.reasons.size() - 1, " more)");
     if (message.size() > 1024) message = message.substr(0, 1021) + "...";
   }
   if (status.state == StatusState::kWarning) reason = "AcceptedWithWarnings";
   if (status.state == StatusState::kRejected) {
     reason = "Rejected";
-    if (status.serving_last_good) absl::StrAppend(&message, " Its last accepted version is served.");
+    if (status.serving_last_good)
+      absl::StrAppend(&message, " Its last accepted version is served.");
   }
   return {{"type", "Accepted"},
           {"status", status.state == StatusState::kRejected ? "False" : "True"},
@@ -188,15 +189,15 @@ absl::Status KubeStatusWriter::SyncGatewayApi(const Leadership& leadership) {
 absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
                                                   const KubeResource& resource,
                                                   const gateway_api::GatewayApiStatus& status) {
-  absl::StatusOr<std::optional<nlohmann::json>> stored = PutStatus(
-      leadership, resource, status.key,
-      [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
-        // About an older generation: the next translation brings the right one.
-        if (ObserveObject(object).generation != status.generation) return std::nullopt;
-        nlohmann::json current = JsonField(object, "status");
-        if (!current.is_object()) current = nlohmann::json::object();
-        return gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
-      });
+  absl::StatusOr<std::optional<nlohmann::json>> stored =
+      PutStatus(leadership, resource, status.key,
+                [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
+                  // About an older generation: the next translation brings the right one.
+                  if (ObserveObject(object).generation != status.generation) return std::nullopt;
+                  nlohmann::json current = JsonField(object, "status");
+                  if (!current.is_object()) current = nlohmann::json::object();
+                  return gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
+                });
   if (!stored.ok()) return stored.status();
   if (stored->has_value()) known_gateway_api_[status.key] = **stored;
   return absl::OkStatus();
@@ -205,15 +206,15 @@ absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
 absl::Status KubeStatusWriter::WriteOne(const Leadership& leadership, const ObjectKey& key,
                                         const Desired& desired) {
   const std::string content = Text(desired.content);
-  absl::StatusOr<std::optional<nlohmann::json>> stored = PutStatus(
-      leadership, *desired.resource, key,
-      [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
-        // Another object of the same name: its translation is still to come.
-        if (ObserveObject(object).uid != desired.observed.uid) return std::nullopt;
-        const nlohmann::json& current = JsonField(object, "status");
-        if (Text(ComparablePart(current)) == content) return current;
-        return StatusToWrite(leadership, object, desired.content);
-      });
+  absl::StatusOr<std::optional<nlohmann::json>> stored =
+      PutStatus(leadership, *desired.resource, key,
+                [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
+                  // Another object of the same name: its translation is still to come.
+                  if (ObserveObject(object).uid != desired.observed.uid) return std::nullopt;
+                  const nlohmann::json& current = JsonField(object, "status");
+                  if (Text(ComparablePart(current)) == content) return current;
+                  return StatusToWrite(leadership, object, desired.content);
+                });
   if (!stored.ok()) return stored.status();
   if (stored->has_value()) known_[key] = {desired.observed.uid, content};
   return absl::OkStatus();
@@ -233,7 +234,16 @@ absl::StatusOr<std::optional<nlohmann::json>> KubeStatusWriter::PutStatus(
     if (!status.has_value() || *status == JsonField(*stored, "status")) return status;
     nlohmann::json object = *std::move(stored);
     object["status"] = *status;
+    // Held across the write, so that this replica releases the Lease only
+    // after the write has landed (LeaseElector::TermGuard).
+    std::optional<LeaseElector::TermGuard> guard = elector_->HoldTerm(leadership.term);
+    if (!guard) {
+      return absl::AbortedError(absl::StrCat("term ", leadership.term,
+                                             " ended before the status of ", key.ToString(),
+                                             " was written"));
+    }
     absl::StatusOr<nlohmann::json> written = api_->UpdateStatus(resource, object);
+    guard.reset();
     if (written.ok()) {
       counters_.writes->Increment();
       return status;
@@ -256,7 +266,8 @@ nlohmann::json KubeStatusWriter::StatusToWrite(const Leadership& leadership,
                                                const nlohmann::json& content) const {
   nlohmann::json status = content;
   const nlohmann::json& old_conditions = JsonField(JsonField(stored, "status"), "conditions");
-  const std::string now = absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", clock_.Now(), absl::UTCTimeZone());
+  const std::string now =
+      absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", clock_.Now(), absl::UTCTimeZone());
   for (nlohmann::json& condition : status["conditions"]) {
     // A condition keeps its transition time while its status holds.
     condition["lastTransitionTime"] = now;
@@ -280,18 +291,20 @@ absl::Status KubeStatusWriter::FencedOr(const Leadership& leadership, absl::Stat
                                      lease->record.lease_transitions + 1 != leadership.term));
   if (!ended) {
     counters_.errors->Increment();
-    LogWarning("status: the API server refused a status write of term %d though the Lease is "
-               "still ours (RBAC, or deploy/status-fencing.yaml bound to another Lease?): %s",
-               leadership.term, refused.message());
+    LogWarning(
+        "status: the API server refused a status write of term %d though the Lease is "
+        "still ours (RBAC, or deploy/status-fencing.yaml bound to another Lease?): %s",
+        leadership.term, refused.message());
     return refused;
   }
   counters_.fenced->Increment();
-  LogWarning("status: the API server refused a write of term %d (the Lease now names %s); "
-             "stepping down",
-             leadership.term,
-             lease.ok() ? absl::StrCat(lease->record.holder_identity, ", term ",
-                                       lease->record.lease_transitions + 1)
-                        : std::string("nobody: it is gone"));
+  LogWarning(
+      "status: the API server refused a write of term %d (the Lease now names %s); "
+      "stepping down",
+      leadership.term,
+      lease.ok() ? absl::StrCat(lease->record.holder_identity, ", term ",
+                                lease->record.lease_transitions + 1)
+                 : std::string("nobody: it is gone"));
   elector_->ReportFenced(leadership.term);
   term_ = 0;
   known_.clear();

@@ -744,6 +744,39 @@ TEST_F(LeaseElectorTest, ResignRevokesTheLease) {
   EXPECT_TRUE(b.elector.Current().is_leader);
 }
 
+// Found by the Kubernetes chaos run: a status write checked against the
+// term was still in flight when the stepping-down leader released its
+// lease, and landed after the release. The release now waits for it.
+TEST_F(LeaseElectorTest, ReleaseWaitsForWritesOfTheEndingTerm) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  const Leadership leading = a.elector.Current();
+  ASSERT_TRUE(leading.is_leader);
+  EXPECT_FALSE(a.elector.HoldTerm(leading.term + 1).has_value()) << "not our term";
+  const int64_t lease = LeaseOf(store_, leading);
+  // One guard per thread at a time: a thread holding one must not take
+  // another (a waiting release would deadlock them).
+  std::optional<LeaseElector::TermGuard> guard = a.elector.HoldTerm(leading.term);
+  ASSERT_TRUE(guard.has_value());
+
+  clock_.Advance(absl::Seconds(11));  // past the renew deadline, before the lease's end
+  EXPECT_FALSE(a.elector.Current().is_leader) << "the term ends locally at once";
+  absl::Notification ticked;
+  std::thread tick([&] {
+    a.elector.Tick();  // drops and releases the lease: waits for the guard
+    ticked.Notify();
+  });
+  // The tick cannot finish while the write is in flight; 100 ms of real
+  // time is only how long this checks that it does not.
+  EXPECT_FALSE(ticked.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  EXPECT_TRUE(store_.LeaseAlive(lease)) << "released while a write of its term was in flight";
+  guard.reset();  // the write returned
+  ticked.WaitForNotification();
+  tick.join();
+  EXPECT_FALSE(store_.LeaseAlive(lease)) << "released once the write returned";
+  EXPECT_FALSE(a.elector.HoldTerm(leading.term).has_value()) << "no write of it starts again";
+}
+
 TEST_F(LeaseElectorTest, ReadersAndFencingRaceWithTicks) {
   Replica a("a", &store_, &clock_);
   Replica b("b", &store_, &clock_);
