@@ -72,18 +72,23 @@ bool Precedes(const PlacedRoute* a, const PlacedRoute* b) {
          std::tie(b->precedence, y.creation_timestamp, y.ns, y.name, b->rule, b->match);
 }
 
+// The first error the decoder finds in `routes` as the routes of one
+// virtual service; nullopt when they decode.
+std::optional<FieldError> RoutesError(json routes, HoldfastObjectDecoder& decoder) {
+  FieldErrors errors;
+  json spec = {{"domains", {"check.invalid"}}, {"routes", std::move(routes)}};
+  if (decoder.Decode(kind::kVirtualService, "check", "check", spec, &errors)) return std::nullopt;
+  return errors.errors().front();
+}
+
 // The rule's routes pass the decoder one by one, so that one bad rule (an
 // invalid regex) is dropped alone instead of failing its virtual service.
 std::optional<FieldError> CheckRoutes(const RouteRule& rule, const std::vector<json>& routes,
                                       HoldfastObjectDecoder& decoder) {
-  FieldErrors errors;
-  json spec = {{"domains", {"check.invalid"}}, {"routes", routes}};
-  if (decoder.Decode(kind::kVirtualService, "check", "check", spec, &errors)) {
-    return std::nullopt;
-  }
-  const FieldError& first = errors.errors().front();
+  std::optional<FieldError> error = RoutesError(routes, decoder);
+  if (!error) return std::nullopt;
   return FieldError{
-      rule.path, absl::StrCat(first.message, " (as holdfast's ", first.path, ")"), {}};
+      rule.path, absl::StrCat(error->message, " (as holdfast's ", error->path, ")"), {}};
 }
 
 // Whether the routes of every convertible rule pass the decoder together:
@@ -94,9 +99,7 @@ bool AllRoutesDecode(const std::vector<ConvertedRule>& rules, HoldfastObjectDeco
     if (rule.unsupported) continue;
     for (const json& route : rule.routes) routes.push_back(route);
   }
-  FieldErrors errors;
-  json spec = {{"domains", {"check.invalid"}}, {"routes", std::move(routes)}};
-  return decoder.Decode(kind::kVirtualService, "check", "check", spec, &errors).has_value();
+  return !RoutesError(std::move(routes), decoder).has_value();
 }
 
 // Converts the rules of `route`; sets its ResolvedRefs and, when rules are

@@ -75,47 +75,47 @@ class DirectoryFixture : public SourceFixture {
   std::string dir_;
 };
 
-class EtcdFixture : public SourceFixture {
+// EtcdConfigSource over a KeyValueStore: the real cluster or the fake.
+class KeyValueFixture : public SourceFixture {
+ public:
+  std::string LocationOf(const ObjectKey& key) const override {
+    return ObjectStoreKey("/conformance", "config", key);
+  }
+  std::unique_ptr<ConfigSource> Make(MetricsRegistry* metrics,
+                                     std::function<void(SnapshotPtr)> publish) override {
+    EtcdConfigSource::Options options;
+    options.prefix = "/conformance";
+    return std::make_unique<EtcdConfigSource>(options, store(), Clock::Real(), metrics, publish);
+  }
+
+ protected:
+  virtual KeyValueStore* store() = 0;
+};
+
+class EtcdFixture : public KeyValueFixture {
  public:
   EtcdFixture() : client_(server_.Client()) {}
   void Put(const ObjectKey& key, const std::string& text) override {
     ASSERT_TRUE(client_->Put(LocationOf(key), text).ok());
   }
   void Remove(const ObjectKey& key) override { ASSERT_TRUE(client_->Delete(LocationOf(key)).ok()); }
-  std::string LocationOf(const ObjectKey& key) const override {
-    return ObjectStoreKey("/conformance", "config", key);
-  }
-  std::unique_ptr<ConfigSource> Make(MetricsRegistry* metrics,
-                                     std::function<void(SnapshotPtr)> publish) override {
-    EtcdConfigSource::Options options;
-    options.prefix = "/conformance";
-    return std::make_unique<EtcdConfigSource>(options, client_.get(), Clock::Real(), metrics,
-                                              publish);
-  }
 
  private:
+  KeyValueStore* store() override { return client_.get(); }
   testing::EtcdTestServer server_;
   std::unique_ptr<EtcdClient> client_;
 };
 
 // The etcd source over the in-memory store: the same cases, no server.
-class FakeEtcdFixture : public SourceFixture {
+class FakeEtcdFixture : public KeyValueFixture {
  public:
   void Put(const ObjectKey& key, const std::string& text) override {
     store_.Put(LocationOf(key), text);
   }
   void Remove(const ObjectKey& key) override { store_.Delete(LocationOf(key)); }
-  std::string LocationOf(const ObjectKey& key) const override {
-    return ObjectStoreKey("/conformance", "config", key);
-  }
-  std::unique_ptr<ConfigSource> Make(MetricsRegistry* metrics,
-                                     std::function<void(SnapshotPtr)> publish) override {
-    EtcdConfigSource::Options options;
-    options.prefix = "/conformance";
-    return std::make_unique<EtcdConfigSource>(options, &store_, Clock::Real(), metrics, publish);
-  }
 
  private:
+  KeyValueStore* store() override { return &store_; }
   FakeKeyValueStore store_;
 };
 

@@ -4,15 +4,16 @@
 #include <optional>
 
 #include "gtest/gtest.h"
-#include "src/election/election_backend.h"
+#include "src/election/etcd_election_backend.h"
 #include "src/etcd/fake_key_value_store.h"
 #include "src/status/status_writer.h"
 
 namespace holdfast {
 namespace {
 
-// Election keys in the fake store, bound to leases that only end when the
-// test says (FakeKeyValueStore::RevokeLease, or deleting the key).
+// Election keys in the fake store, written as EtcdElectionBackend writes
+// them, bound to leases that only end when the test says
+// (FakeKeyValueStore::RevokeLease, or deleting the key).
 class FakeStoreElectionBackend : public ElectionBackend {
  public:
   explicit FakeStoreElectionBackend(FakeKeyValueStore* store) : store_(store) {}
@@ -25,30 +26,10 @@ class FakeStoreElectionBackend : public ElectionBackend {
   }
   absl::StatusOr<int64_t> CreateCandidate(const std::string& key, const std::string& replica_id,
                                           int64_t lease_id) override {
-    etcdserverpb::TxnRequest txn;
-    etcdserverpb::Compare* absent = txn.add_compare();
-    absent->set_key(key);
-    absent->set_target(etcdserverpb::Compare::CREATE);
-    absent->set_create_revision(0);
-    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-    put->set_key(key);
-    put->set_value(replica_id);
-    put->set_lease(lease_id);
-    txn.add_failure()->mutable_request_range()->set_key(key);
-    absl::StatusOr<etcdserverpb::TxnResponse> response = store_->Txn(txn);
-    if (!response.ok()) return response.status();
-    if (response->succeeded()) return response->header().revision();
-    return response->responses(0).response_range().kvs(0).create_revision();
+    return CreateCandidateKey(*store_, key, replica_id, lease_id);
   }
   absl::StatusOr<std::optional<Candidate>> FirstCandidate(const std::string& prefix) override {
-    absl::StatusOr<RangeResult> candidates = store_->GetPrefix(prefix, 0);
-    if (!candidates.ok()) return candidates.status();
-    std::optional<Candidate> first;
-    for (const KeyValue& kv : candidates->kvs) {
-      if (first && first->create_revision < kv.create_revision) continue;
-      first = Candidate{kv.key, kv.value, kv.create_revision, kv.lease};
-    }
-    return first;
+    return FirstCandidateKey(*store_, prefix);
   }
 
  private:
