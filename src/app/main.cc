@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
                    "End a stream that has sent no request by then, and close a connection "
                    "idle (no stream) that long")
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--xds-max-streams-per-connection", serve.xds_max_streams_per_connection,
+                   "Streams one xDS connection may have open at once (HTTP/2 "
+                   "SETTINGS_MAX_CONCURRENT_STREAMS)")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
   serve_cmd->add_option("--webhook-listen", serve.webhook_listen,
                         "Serve the validating admission webhook (HTTPS, POST /validate) here, "
                         "HOST:PORT; needs --webhook-cert and --webhook-key");

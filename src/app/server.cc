@@ -97,6 +97,7 @@ absl::Status Server::StartParts() {
   if (!options_.state_dir.empty()) xds_options.tls.staging_dir = options_.state_dir + "/xds-tls";
   xds_options.control_plane_id = options_.control_plane_id;
   xds_options.metrics = &metrics_;
+  xds_options.max_streams_per_connection = options_.xds_max_streams_per_connection;
   for (auto [flag, text, out] :
        {std::tuple{"--xds-handshake-timeout", &options_.xds_handshake_timeout,
                    &xds_options.handshake_timeout},

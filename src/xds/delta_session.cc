@@ -15,6 +15,10 @@ const ResourceListPtr& NoResources() {
   return *empty;
 }
 
+// Held at a version no resource has: the client holds the name, and it is
+// sent again.
+constexpr char kResendVersion[] = "";
+
 }  // namespace
 
 DeltaSession::DeltaSession(std::string fixed_type_url, const Clock& clock, ProxyState* proxy,
@@ -49,40 +53,13 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
     }
   }
 
-  uint64_t nonce = 0;
-  if (!request.response_nonce().empty() && absl::SimpleAtoi(request.response_nonce(), &nonce)) {
-    auto in_flight = state.in_flight.find(nonce);
-    if (in_flight != state.in_flight.end()) {
-      if (request.has_error_detail()) {
-        proxy_->RecordNack(type, NackRecord{in_flight->second, request.response_nonce(),
-                                            request.error_detail().code(),
-                                            request.error_detail().message(), clock_.Now()});
-        stats_->Nack(type);
-      } else {
-        proxy_->RecordAck(type, in_flight->second, clock_.Now());
-        stats_->Ack(type);
-      }
-      // Replies come in order: earlier nonces will not be answered anymore.
-      state.in_flight.erase(state.in_flight.begin(), std::next(in_flight));
-    }
-  }
-
-  if (absl::Status allowed = limits_.CheckNames(state.subscription.names().size() +
-                                                request.resource_names_subscribe().size());
+  RecordReply(type, state, request);
+  if (absl::Status allowed =
+          limits_.CheckNames(state.subscription.size() + request.resource_names_subscribe().size());
       !allowed.ok()) {
     return allowed;  // checked before the work, which grows with the names
   }
-  state.subscription.ApplyDelta(request.resource_names_subscribe(),
-                                request.resource_names_unsubscribe());
-  // An unsubscribed name is forgotten by the client.
-  for (const std::string& name : request.resource_names_unsubscribe()) {
-    if (!state.subscription.Wants(name)) state.overrides[name] = std::nullopt;
-  }
-  // A (re)subscribed name is sent even if the client says it holds it:
-  // subscribing is how a client asks for a resource again.
-  for (const std::string& name : request.resource_names_subscribe()) {
-    if (!first && name != "*") state.overrides[name] = std::nullopt;
-  }
+  ChangeSubscription(type, state, request, first);
   // A bare ACK or NACK owes nothing new: snapshots mark the session dirty
   // themselves when they arrive.
   if (first || !request.resource_names_subscribe().empty() ||
@@ -92,13 +69,78 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   return absl::OkStatus();
 }
 
+void DeltaSession::RecordReply(const std::string& type, TypeState& state,
+                               const DeltaDiscoveryRequest& request) {
+  uint64_t nonce = 0;
+  if (request.response_nonce().empty() || !absl::SimpleAtoi(request.response_nonce(), &nonce)) {
+    return;
+  }
+  auto in_flight = state.in_flight.find(nonce);
+  if (in_flight == state.in_flight.end()) return;
+  if (request.has_error_detail()) {
+    proxy_->RecordNack(
+        type, NackRecord{in_flight->second, request.response_nonce(), request.error_detail().code(),
+                         request.error_detail().message(), clock_.Now()});
+    stats_->Nack(type);
+  } else {
+    proxy_->RecordAck(type, in_flight->second, clock_.Now());
+    stats_->Ack(type);
+  }
+  // Replies come in order: earlier nonces will not be answered anymore.
+  state.in_flight.erase(state.in_flight.begin(), std::next(in_flight));
+}
+
+void DeltaSession::ChangeSubscription(const std::string& type, TypeState& state,
+                                      const DeltaDiscoveryRequest& request, bool first) {
+  const auto& subscribe = request.resource_names_subscribe();
+  const auto& unsubscribe = request.resource_names_unsubscribe();
+  // A (re)subscribed name is sent even if the client holds it: subscribing
+  // is how a client asks for a resource again. One it holds is still removed
+  // if it is gone. (Asked before the change, which moves what is held.)
+  std::vector<bool> held;
+  held.reserve(subscribe.size());
+  for (const std::string& name : subscribe) {
+    held.push_back(!first && Held(type, state, name).has_value());
+  }
+  const bool had_wildcard = state.subscription.wildcard();
+  if (state.base_follows_subscription && state.subscription.AddsWildcard(subscribe, unsubscribe)) {
+    // Every name is asked for now: remember what the client held before.
+    state.subscription.Settle();
+    state.base_selection = SelectionOf(state);
+    state.base_follows_subscription = false;
+  }
+  state.subscription.ApplyDelta(subscribe, unsubscribe);
+  // Without the wildcard the client forgets what only the wildcard gave it:
+  // it holds what it still asks for.
+  if (had_wildcard && !state.subscription.wildcard()) state.base_follows_subscription = true;
+  // An unsubscribed name is forgotten by the client.
+  for (const std::string& name : unsubscribe) {
+    if (!state.subscription.Wants(name)) state.overrides[name] = std::nullopt;
+  }
+  if (first) return;
+  for (int i = 0; i < subscribe.size(); ++i) {
+    const std::string& name = subscribe[i];
+    if (name == "*" || !state.subscription.Wants(name)) continue;
+    state.overrides[name] = held[i] ? std::optional<std::string>(kResendVersion) : std::nullopt;
+  }
+}
+
 void DeltaSession::OnSnapshot(SnapshotPtr snapshot) {
   snapshot_ = std::move(snapshot);
-  for (auto& [type, state] : types_) state.dirty = true;
+  for (auto& [type, state] : types_) {
+    state.dirty = true;
+    // The change is shared with every stream of the same names once settled.
+    state.subscription.Settle();
+  }
 }
 
 Selection DeltaSession::SelectionOf(const TypeState& state) const {
   return Selection{state.subscription.wildcard(), state.subscription.names_ptr()};
+}
+
+bool DeltaSession::SelectedAtBase(const TypeState& state, absl::string_view name) const {
+  return state.base_follows_subscription ? state.subscription.Wants(name)
+                                         : state.base_selection.Selects(name);
 }
 
 std::optional<absl::string_view> DeltaSession::Held(const std::string& type, const TypeState& state,
@@ -107,7 +149,7 @@ std::optional<absl::string_view> DeltaSession::Held(const std::string& type, con
     if (!it->second.has_value()) return std::nullopt;
     return absl::string_view(*it->second);
   }
-  if (state.base == nullptr || !state.base_selection.Selects(name)) return std::nullopt;
+  if (state.base == nullptr || !SelectedAtBase(state, name)) return std::nullopt;
   const ResourceMap& base = state.base->Resources(type);
   auto it = base.find(name);
   if (it == base.end()) return std::nullopt;
@@ -115,13 +157,15 @@ std::optional<absl::string_view> DeltaSession::Held(const std::string& type, con
 }
 
 DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeState& state) const {
+  if (!state.subscription.settled()) return ComputePerStream(type, state);
   const Selection selection = SelectionOf(state);
   if (state.base == nullptr && state.overrides.empty()) {
     // The client holds nothing yet: everything it asks for, shared by every
     // stream that asks for the same names.
     return Diff{views_->Selected(snapshot_, type, selection), {}};
   }
-  if (state.base == nullptr || !state.overrides.empty() || selection != state.base_selection) {
+  if (state.base == nullptr || !state.overrides.empty() ||
+      (!state.base_follows_subscription && selection != state.base_selection)) {
     return ComputePerStream(type, state);
   }
   // The common case: the client holds an earlier snapshot's view of the
@@ -134,38 +178,66 @@ DeltaSession::Diff DeltaSession::Compute(const std::string& type, const TypeStat
 
 DeltaSession::Diff DeltaSession::ComputePerStream(const std::string& type,
                                                   const TypeState& state) const {
-  const Selection selection = SelectionOf(state);
+  if (state.base == snapshot_ && state.base_follows_subscription) {
+    return ComputeOverrides(type, state);
+  }
+  const Subscription& subscription = state.subscription;
   auto updated = std::make_shared<ResourceList>();
-  Diff diff{updated, {}};
+  std::vector<std::string> removed;
   const ResourceMap& available = snapshot_->Resources(type);
   auto consider = [&](const std::string& name, const ResourcePtr& resource) {
     std::optional<absl::string_view> held = Held(type, state, name);
     if (!held.has_value() || *held != resource->version()) updated->resources.push_back(resource);
   };
-  if (selection.wildcard) {
+  if (subscription.wildcard()) {
     for (const auto& [name, resource] : available) consider(name, resource);
   } else {
-    for (const std::string& name : selection.names->names()) {
+    subscription.ForEachName([&](const std::string& name) {
       if (auto it = available.find(name); it != available.end()) consider(name, it->second);
-    }
+    });
   }
   // Removals: names the client holds and still asks for that are gone.
   auto gone = [&](const std::string& name) {
-    return selection.Selects(name) && !available.contains(name);
+    return subscription.Wants(name) && !available.contains(name);
   };
   if (state.base != nullptr) {
     for (const auto& [name, resource] : state.base->Resources(type)) {
-      if (state.base_selection.Selects(name) && !state.overrides.contains(name) && gone(name)) {
-        diff.removed.push_back(name);
+      if (SelectedAtBase(state, name) && !state.overrides.contains(name) && gone(name)) {
+        removed.push_back(name);
       }
     }
   }
   for (const auto& [name, version] : state.overrides) {
-    if (version.has_value() && gone(name)) diff.removed.push_back(name);
+    if (version.has_value() && gone(name)) removed.push_back(name);
   }
-  std::sort(diff.removed.begin(), diff.removed.end());
+  return Sorted(std::move(updated), std::move(removed));
+}
+
+DeltaSession::Diff DeltaSession::ComputeOverrides(const std::string& type,
+                                                  const TypeState& state) const {
+  auto updated = std::make_shared<ResourceList>();
+  std::vector<std::string> removed;
+  const ResourceMap& available = snapshot_->Resources(type);
+  for (const auto& [name, held] : state.overrides) {
+    if (!state.subscription.Wants(name)) continue;
+    auto it = available.find(name);
+    if (it == available.end()) {
+      if (held.has_value()) removed.push_back(name);
+    } else if (!held.has_value() || *held != it->second->version()) {
+      updated->resources.push_back(it->second);
+    }
+  }
+  return Sorted(std::move(updated), std::move(removed));
+}
+
+// Names in order, so that equal answers are equal bytes.
+DeltaSession::Diff DeltaSession::Sorted(std::shared_ptr<ResourceList> updated,
+                                        std::vector<std::string> removed) {
+  std::sort(updated->resources.begin(), updated->resources.end(),
+            [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });
+  std::sort(removed.begin(), removed.end());
   updated->digest = VersionOf(updated->resources);
-  return diff;
+  return Diff{std::move(updated), std::move(removed)};
 }
 
 bool DeltaSession::AnyPending(std::initializer_list<absl::string_view> types) const {
@@ -184,7 +256,7 @@ void DeltaSession::Rebase(const std::string& type, TypeState& state,
     if (held.has_value()) overrides[name] = std::string(*held);
   }
   state.base = snapshot_;
-  state.base_selection = SelectionOf(state);
+  state.base_follows_subscription = true;
   state.overrides = std::move(overrides);
 }
 

@@ -55,6 +55,11 @@ class DeltaSession {
     // held there, or nullopt for nothing.
     SnapshotPtr base;
     Selection base_selection;
+    // Instead of `base_selection`: the subscription as it is now. This holds
+    // because every name (un)subscribed since `base` gets an override, and a
+    // change of the wildcard fixes `base_selection` first. It lets a request
+    // that changes a few names cost those names, not the whole subscription.
+    bool base_follows_subscription = false;
     absl::flat_hash_map<std::string, std::optional<std::string>> overrides;
     std::map<uint64_t, std::string> in_flight;  // nonce -> system version
   };
@@ -66,12 +71,25 @@ class DeltaSession {
 
   static constexpr size_t kMaxInFlight = 64;
 
+  // Records the ACK or NACK a request carries, if any.
+  void RecordReply(const std::string& type, TypeState& state,
+                   const envoy::service::discovery::v3::DeltaDiscoveryRequest& request);
+  void ChangeSubscription(const std::string& type, TypeState& state,
+                          const envoy::service::discovery::v3::DeltaDiscoveryRequest& request,
+                          bool first);
+  // The settled subscription of `state`, as a key of the shared views.
   Selection SelectionOf(const TypeState& state) const;
+  // Whether the client asked for `name` when it got `base`.
+  bool SelectedAtBase(const TypeState& state, absl::string_view name) const;
   // The version of `name` the client holds, if any.
   std::optional<absl::string_view> Held(const std::string& type, const TypeState& state,
                                         const std::string& name) const;
   Diff Compute(const std::string& type, const TypeState& state) const;
   Diff ComputePerStream(const std::string& type, const TypeState& state) const;
+  // The client holds `base` == the current snapshot: only overridden names
+  // can differ.
+  Diff ComputeOverrides(const std::string& type, const TypeState& state) const;
+  static Diff Sorted(std::shared_ptr<ResourceList> updated, std::vector<std::string> removed);
   bool AnyPending(std::initializer_list<absl::string_view> types) const;
   // Records that the client holds the current snapshot's view of what it
   // asks for, plus the clusters in `still_held` whose removal was deferred.

@@ -47,37 +47,54 @@ bool Subscription::ApplySotw(absl::Span<const absl::string_view> names) {
   return wildcard_ != was_wildcard || names_ != before;
 }
 
+bool Subscription::AddsWildcard(const Names& subscribe, const Names& unsubscribe) const {
+  auto has_star = [](const Names& names) {
+    return std::find(names.begin(), names.end(), "*") != names.end();
+  };
+  const bool legacy = !seen_request_ && subscribe.empty();
+  return !wildcard_ && !has_star(unsubscribe) && (legacy || has_star(subscribe));
+}
+
 void Subscription::ApplyDelta(const Names& subscribe, const Names& unsubscribe) {
   const bool first = !seen_request_;
   seen_request_ = true;
   if (first && subscribe.empty()) legacy_wildcard_ = wildcard_ = true;
-  bool names_change = false;
   for (const std::string& name : subscribe) {
     if (name == "*") {
       wildcard_ = true;
-    } else if (!names_->contains(name)) {
-      names_change = true;
+    } else if (!dropped_.erase(name) && !names_->contains(name)) {
+      added_.insert(name);
     }
   }
+  // Unsubscribing wins over subscribing the same name in one request.
   for (const std::string& name : unsubscribe) {
     if (name == "*") {
       wildcard_ = legacy_wildcard_ = false;
-    } else if (names_->contains(name)) {
-      names_change = true;
+    } else if (!added_.erase(name) && names_->contains(name)) {
+      dropped_.insert(name);
     }
   }
-  if (!names_change) return;
-  absl::flat_hash_set<absl::string_view> dropped;
-  for (const std::string& name : unsubscribe) dropped.insert(name);
+  // Folding costs every name; once the pending changes are as many as the
+  // settled names, the requests that named them have paid for it. A first
+  // request always settles, so streams that start alike share their views.
+  if (added_.size() + dropped_.size() >= names_->size()) Settle();
+}
+
+void Subscription::Settle() {
+  if (settled()) return;
   std::vector<std::string> named;
-  named.reserve(names_->size() + subscribe.size());
-  for (const std::string& name : names_->names()) {
-    if (!dropped.contains(name)) named.push_back(name);
-  }
-  for (const std::string& name : subscribe) {
-    if (name != "*" && !dropped.contains(name)) named.push_back(name);
-  }
+  named.reserve(size());
+  ForEachName([&named](const std::string& name) { named.push_back(name); });
   names_ = pool_->Intern(std::move(named));
+  added_.clear();
+  dropped_.clear();
+}
+
+void Subscription::ForEachName(absl::FunctionRef<void(const std::string&)> visit) const {
+  for (const std::string& name : names_->names()) {
+    if (!dropped_.contains(name)) visit(name);
+  }
+  for (const std::string& name : added_) visit(name);
 }
 
 }  // namespace holdfast

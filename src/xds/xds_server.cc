@@ -206,6 +206,7 @@ absl::StatusOr<std::unique_ptr<XdsServer::Generation>> XdsServer::StartGeneratio
   // none open for as long (gRPC sends GOAWAY, then closes it).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                              ChannelArgMs(options_.first_request_timeout));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams_per_connection);
   builder.SetMaxReceiveMessageSize(16 << 20);
   generation->server = builder.BuildAndStart();
   if (generation->server == nullptr || generation->port == 0) {

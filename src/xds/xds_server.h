@@ -38,6 +38,13 @@ struct XdsServerOptions {
   // DEADLINE_EXCEEDED; a connection with no stream open for this long is
   // closed (GOAWAY). Real proxies send their first request at once.
   absl::Duration first_request_timeout = absl::Seconds(30);
+  // Streams one connection may have open at once (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS): gRPC clients queue the next stream
+  // until one ends; gRPC closes the connection of a client that ignores
+  // the setting. Envoy opens one stream per type without ADS (nine at most)
+  // and gRPC clients one or two, so this leaves room while keeping one
+  // connection from holding thousands of streams.
+  int max_streams_per_connection = 100;
   // How often the listener, the descriptors and the first-request deadlines
   // are checked.
   absl::Duration check_interval = absl::Seconds(1);

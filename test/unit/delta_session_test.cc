@@ -1,7 +1,11 @@
 #include "src/xds/delta_session.h"
 
 #include <algorithm>
+#include <map>
+#include <random>
+#include <set>
 
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "test/unit/test_resources.h"
 
@@ -40,7 +44,8 @@ class DeltaSessionTest : public ::testing::Test {
 };
 
 TEST_F(DeltaSessionTest, WildcardSendsOnlyChangesAndRemovals) {
-  session_.OnSnapshot(Build({EdsCluster("a"), Endpoints("a", 1), EdsCluster("b"), Endpoints("b", 1)}));
+  session_.OnSnapshot(
+      Build({EdsCluster("a"), Endpoints("a", 1), EdsCluster("b"), Endpoints("b", 1)}));
   ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster)).ok());
   auto first = session_.NextResponse();
   ASSERT_TRUE(first.has_value());
@@ -59,9 +64,9 @@ TEST_F(DeltaSessionTest, InitialResourceVersionsAvoidResends) {
   auto a = EdsCluster("a");
   session_.OnSnapshot(Build({a, Endpoints("a", 1), EdsCluster("b"), Endpoints("b", 1)}));
   DeltaDiscoveryRequest request = Request(type_url::kCluster);
-  (*request.mutable_initial_resource_versions())["a"] = a->version();      // current
-  (*request.mutable_initial_resource_versions())["b"] = "stale";           // outdated
-  (*request.mutable_initial_resource_versions())["gone"] = "whatever";     // deleted meanwhile
+  (*request.mutable_initial_resource_versions())["a"] = a->version();   // current
+  (*request.mutable_initial_resource_versions())["b"] = "stale";        // outdated
+  (*request.mutable_initial_resource_versions())["gone"] = "whatever";  // deleted meanwhile
   ASSERT_TRUE(session_.OnRequest(request).ok());
   auto response = session_.NextResponse();
   ASSERT_TRUE(response.has_value());
@@ -137,8 +142,8 @@ TEST_F(DeltaSessionTest, StreamsAtTheSameStateShareTheChange) {
     ASSERT_TRUE(first.has_value());
     EXPECT_EQ(Names(*first), (std::vector<std::string>{"c1", "c2"}));
   }
-  SnapshotPtr changed = Build({EdsCluster("c1"), Endpoints("c1", 81), EdsCluster("c2"),
-                               Endpoints("c2", 80)});
+  SnapshotPtr changed =
+      Build({EdsCluster("c1"), Endpoints("c1", 81), EdsCluster("c2"), Endpoints("c2", 80)});
   session_.OnSnapshot(changed);
   other.OnSnapshot(changed);
   auto mine = session_.NextResponse();
@@ -147,6 +152,113 @@ TEST_F(DeltaSessionTest, StreamsAtTheSameStateShareTheChange) {
   EXPECT_EQ(Names(*mine), std::vector<std::string>{"c1"});
   EXPECT_EQ(mine->list, theirs->list) << "computed once for both";
 }
+
+// What a delta client asks for and holds, known only from its own requests
+// and the responses it got.
+struct DeltaClientModel {
+  bool seen = false;
+  bool wildcard = false;
+  std::set<std::string> names;
+  std::map<std::string, std::string> held;
+
+  bool Wants(const std::string& name) const { return wildcard || names.contains(name); }
+  void Request(const std::vector<std::string>& subscribe,
+               const std::vector<std::string>& unsubscribe) {
+    if (!seen && subscribe.empty()) wildcard = true;
+    seen = true;
+    for (const std::string& name : subscribe) {
+      if (name == "*")
+        wildcard = true;
+      else
+        names.insert(name);
+    }
+    for (const std::string& name : unsubscribe) {
+      if (name == "*")
+        wildcard = false;
+      else
+        names.erase(name);
+    }
+    // What it no longer asks for it forgets; no removal is owed for it.
+    std::erase_if(held, [this](const auto& entry) { return !Wants(entry.first); });
+  }
+};
+
+// Random subscription changes, snapshots and responses, answered now or
+// later: after every answer the client holds exactly the current version of
+// what it asks for, and nothing was sent that it already held (except names
+// it subscribed again, which is how a client asks for a resend).
+class DeltaSessionRandomTest : public DeltaSessionTest,
+                               public ::testing::WithParamInterface<int> {};
+
+TEST_P(DeltaSessionRandomTest, KeepsTheClientExactlyUpToDate) {
+  std::mt19937 random(GetParam());
+  auto pick = [&](int n) { return static_cast<int>(random() % n); };
+  auto random_names = [&](int count) {
+    std::vector<std::string> names;
+    for (int i = 0; i < count; ++i) {
+      names.push_back(pick(25) == 0 ? "*" : absl::StrCat("n", pick(40)));
+    }
+    return names;
+  };
+  auto random_snapshot = [&] {
+    std::vector<ResourcePtr> resources;
+    for (int i = 0; i < 40; ++i) {
+      if (pick(4) == 0) continue;
+      resources.push_back(EdsCluster(absl::StrCat("n", i)));
+      resources.push_back(Endpoints(absl::StrCat("n", i), 1 + pick(3)));
+    }
+    return Build(std::move(resources));
+  };
+  DeltaClientModel client;
+  SnapshotPtr snapshot = random_snapshot();
+  session_.OnSnapshot(snapshot);
+  std::set<std::string> resubscribed;
+  std::vector<std::string> recent;  // what led to a failure
+  for (int step = 0; step < 2000; ++step) {
+    if (recent.size() > 60) recent.erase(recent.begin());
+    if (pick(5) == 0) {
+      snapshot = random_snapshot();
+      session_.OnSnapshot(snapshot);
+      recent.push_back(absl::StrCat(step, ": snapshot"));
+    } else {
+      // Mostly a few names; sometimes many, so that both ways of holding a
+      // subscription (settled or with pending changes) are exercised.
+      std::vector<std::string> subscribe = random_names(pick(8) == 0 ? 20 : pick(3));
+      std::vector<std::string> unsubscribe = random_names(pick(8) == 0 ? 20 : pick(3));
+      if (step == 0) subscribe = {"n1", "n2", "n3"};
+      client.Request(subscribe, unsubscribe);
+      recent.push_back(absl::StrCat(step, ": +", absl::StrJoin(subscribe, ","), " -",
+                                    absl::StrJoin(unsubscribe, ",")));
+      if (client.seen) resubscribed.insert(subscribe.begin(), subscribe.end());
+      ASSERT_TRUE(
+          session_.OnRequest(Request(type_url::kClusterLoadAssignment, subscribe, unsubscribe))
+              .ok());
+    }
+    if (pick(3) == 0) continue;  // answered later, after more changes
+    while (std::optional<Response> response = session_.NextResponse()) {
+      recent.push_back(absl::StrCat("  sent ", absl::StrJoin(Names(*response), ","), " removed ",
+                                    absl::StrJoin(response->removed, ",")));
+      for (const ResourcePtr& resource : response->resources()) {
+        auto held = client.held.find(resource->name());
+        EXPECT_TRUE(held == client.held.end() || held->second != resource->version() ||
+                    resubscribed.contains(resource->name()))
+            << "step " << step << ": resent " << resource->name();
+        client.held[resource->name()] = resource->version();
+      }
+      for (const std::string& name : response->removed) {
+        EXPECT_TRUE(client.held.erase(name)) << "step " << step << ": removed " << name;
+      }
+    }
+    resubscribed.clear();
+    std::map<std::string, std::string> expected;
+    for (const auto& [name, resource] : snapshot->Resources(type_url::kClusterLoadAssignment)) {
+      if (client.Wants(name)) expected[name] = resource->version();
+    }
+    ASSERT_EQ(client.held, expected) << "step " << step << "\n" << absl::StrJoin(recent, "\n");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, DeltaSessionRandomTest, ::testing::Values(1, 2, 3, 20261202));
 
 TEST(SubscriptionTest, SotwWildcardRules) {
   struct Step {
@@ -171,10 +283,45 @@ TEST(SubscriptionTest, SotwWildcardRules) {
       std::vector<absl::string_view> names(step.names.begin(), step.names.end());
       subscription.ApplySotw(names);
       EXPECT_EQ(subscription.wildcard(), step.wildcard) << c.label;
-      EXPECT_EQ(subscription.names().names(), step.expected_names)
-          << c.label;
+      EXPECT_EQ(subscription.names().names(), step.expected_names) << c.label;
     }
   }
+}
+
+// A request that changes a few names must not cost the whole subscription:
+// the interned set stays as it is until enough changes pay for folding them.
+TEST(SubscriptionTest, DeltaChangesAreKeptBesideTheInternedSetUntilSettled) {
+  NameSetPool pool;
+  Subscription subscription(&pool);
+  Subscription::Names many;
+  for (int i = 0; i < 1000; ++i) many.Add(absl::StrCat("n", i));
+  subscription.ApplyDelta(many, {});
+  EXPECT_TRUE(subscription.settled()) << "a first request settles";
+  const NameSetPtr interned = subscription.names_ptr();
+
+  Subscription::Names one;
+  one.Add("extra");
+  Subscription::Names gone;
+  gone.Add("n7");
+  subscription.ApplyDelta(one, gone);
+  EXPECT_FALSE(subscription.settled());
+  EXPECT_EQ(subscription.names_ptr(), interned) << "not re-interned for two names";
+  EXPECT_EQ(subscription.size(), 1000u);
+  EXPECT_TRUE(subscription.Wants("extra"));
+  EXPECT_FALSE(subscription.Wants("n7"));
+  EXPECT_TRUE(subscription.Wants("n8"));
+
+  subscription.Settle();
+  EXPECT_TRUE(subscription.settled());
+  EXPECT_EQ(subscription.names().size(), 1000u);
+  EXPECT_TRUE(subscription.names().contains("extra"));
+  EXPECT_FALSE(subscription.names().contains("n7"));
+
+  Subscription::Names star;
+  star.Add("*");
+  EXPECT_TRUE(subscription.AddsWildcard(star, {}));
+  EXPECT_FALSE(subscription.AddsWildcard({}, star));
+  EXPECT_FALSE(subscription.AddsWildcard(star, star)) << "unsubscribing wins";
 }
 
 }  // namespace

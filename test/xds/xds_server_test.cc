@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "test/unit/test_resources.h"
 #include "test/xds/ads_test_client.h"
+#include "test/xds/raw_http2_client.h"
 
 namespace holdfast {
 namespace {
@@ -448,6 +449,41 @@ TEST_F(XdsServerTest, AThousandStreamsAllReceiveEachUpdate) {
   EXPECT_EQ(proxies_.size(), static_cast<size_t>(kStreams));
 }
 
+// One connection may not hold more than its share of streams: the cap is
+// advertised in SETTINGS, so gRPC clients queue further streams; a client
+// that opens more anyway loses its connection (gRPC 1.51 treats it as a
+// connection error), while other connections' streams go on.
+TEST_F(XdsServerTest, AConnectionPastItsStreamCapIsClosedAndOthersGoOn) {
+  using testing::RawHttp2Client;
+  StartServer({}, [](XdsServerOptions& options) { options.max_streams_per_connection = 3; });
+  cache_.Set("default", Chain("1", 80));
+  auto good = OpenSotw(Channel(1));
+  ASSERT_TRUE(good->Send(Req(type_url::kCluster, {}, nullptr, true)));
+  std::optional<DiscoveryResponse> first = good->Next();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(good->Send(Req(type_url::kCluster, {}, &*first)));
+
+  RawHttp2Client client(server_->port(), 10);
+  ASSERT_TRUE(client.connected());
+  ASSERT_TRUE(client.SendPreface());
+  std::optional<RawHttp2Client::Frame> settings = client.ReadFrame();
+  ASSERT_TRUE(settings.has_value());
+  ASSERT_EQ(settings->type, RawHttp2Client::kSettings);
+  EXPECT_EQ(RawHttp2Client::Setting(*settings, RawHttp2Client::kMaxConcurrentStreams), 3u);
+  ASSERT_TRUE(client.AckSettings());
+  const std::string ads =
+      "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+  for (uint32_t stream_id : {1, 3, 5, 7}) ASSERT_TRUE(client.OpenGrpcStream(stream_id, ads));
+  while (client.ReadFrame().has_value()) {
+  }
+  EXPECT_TRUE(client.closed_by_server()) << "the connection must end, not time out";
+
+  cache_.Set("default", Chain("2", 80));
+  std::optional<DiscoveryResponse> update = good->Next();
+  ASSERT_TRUE(update.has_value()) << "a stream of another connection keeps its updates";
+  EXPECT_NE(update->version_info(), first->version_info());
+}
+
 TEST_F(XdsServerTest, AProxyThatStopsReadingDoesNotDelayOthers) {
   // ~2 MB of clusters per version: more than flow control lets through
   // unread, so the stuck stream's writes stay in flight.
@@ -459,8 +495,7 @@ TEST_F(XdsServerTest, AProxyThatStopsReadingDoesNotDelayOthers) {
       cluster.set_type(envoy::config::cluster::v3::Cluster::STATIC);
       (*cluster.mutable_metadata()->mutable_filter_metadata())["pad"]
           .mutable_fields()
-          ->
-          operator[]("v")
+          ->operator[]("v")
           .set_string_value(std::string(10'000, 'a' + version % 26));
       resources.push_back(Resource::FromMessage(cluster.name(), cluster));
     }
