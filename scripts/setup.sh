@@ -81,6 +81,20 @@ if [[ ! -f "$ETCD_API/.complete" ]]; then
   touch "$ETCD_API/.complete"
 fi
 
+# promtool, from Debian's prometheus package: the tests check the /metrics
+# format with it. Only the binary is taken; the server is not installed.
+PROMTOOL_DIR="$CACHE/promtool"
+if [[ ! -x "$PROMTOOL_DIR/promtool" ]]; then
+  tmp="$(mktemp -d)"
+  chmod 755 "$tmp"
+  (cd "$tmp" && { apt-get download prometheus 2>/dev/null ||
+                  { $SUDO apt-get update -q && apt-get download prometheus; }; })
+  dpkg -x "$tmp"/prometheus_*.deb "$tmp/x"
+  mkdir -p "$PROMTOOL_DIR"
+  cp "$tmp/x/usr/bin/promtool" "$PROMTOOL_DIR/"
+  rm -rf "$tmp"
+fi
+
 cmake -S . -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \
   -DHOLDFAST_PGV_PLUGIN="$PGV_BIN/protoc-gen-validate" \

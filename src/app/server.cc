@@ -1,5 +1,7 @@
 #include "src/app/server.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "src/app/etcd_flags.h"
@@ -21,6 +23,18 @@ void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, Metr
                  {{"group", group}, {"type_url", type_url}},
                  static_cast<double>(snapshot.Resources(type_url).size()));
     }
+  }
+}
+
+void CollectProxyMetrics(const ProxyRegistry& proxies, MetricWriter& out) {
+  constexpr ProxySync kStates[] = {ProxySync::kSynced, ProxySync::kPending, ProxySync::kNacking};
+  std::map<ProxySync, int> counts;
+  for (const ProxyView& proxy : proxies.List()) ++counts[SyncOf(proxy)];
+  for (ProxySync state : kStates) {
+    out.Sample("holdfast_proxies",
+               "Connected proxies by where they stand: synced (every response ACKed), pending "
+               "(a response awaits its ACK), nacking (the latest reply to some type is a NACK)",
+               "gauge", {{"state", std::string(ProxySyncName(state))}}, counts[state]);
   }
 }
 
@@ -118,8 +132,10 @@ absl::Status Server::StartParts() {
               ? absl::StrCat(", node ids bound to certificates (", identity_->spec(), ")")
               : "");
 
-  collector_ = metrics_.AddCollector(
-      [this](MetricWriter& out) { CollectSnapshotMetrics(cache_, clock_, out); });
+  collector_ = metrics_.AddCollector([this](MetricWriter& out) {
+    CollectSnapshotMetrics(cache_, clock_, out);
+    CollectProxyMetrics(proxies_, out);
+  });
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(options_.admin_listen, options_.admin_auth, MakeAdminSources());
   if (!admin.ok()) return admin.status();

@@ -31,8 +31,7 @@ void ProxyState::RecordSent(const std::string& type_url, const std::string& vers
   ++progress.responses_sent;
 }
 
-void ProxyState::RecordAck(const std::string& type_url, const std::string& version,
-                           absl::Time at) {
+void ProxyState::RecordAck(const std::string& type_url, const std::string& version, absl::Time at) {
   absl::MutexLock lock(&mu_);
   TypeProgress& progress = view_.types[type_url];
   progress.acked_version = version;
@@ -51,6 +50,27 @@ void ProxyState::RecordNack(const std::string& type_url, NackRecord nack) {
 ProxyView ProxyState::View() const {
   absl::MutexLock lock(&mu_);
   return view_;
+}
+
+ProxySync SyncOf(const ProxyView& proxy) {
+  ProxySync sync = ProxySync::kSynced;
+  for (const auto& [type, progress] : proxy.types) {
+    if (progress.nack.has_value()) return ProxySync::kNacking;
+    if (progress.acked_version != progress.last_sent_version) sync = ProxySync::kPending;
+  }
+  return sync;
+}
+
+absl::string_view ProxySyncName(ProxySync sync) {
+  switch (sync) {
+    case ProxySync::kSynced:
+      return "synced";
+    case ProxySync::kPending:
+      return "pending";
+    case ProxySync::kNacking:
+      return "nacking";
+  }
+  return "?";
 }
 
 void ProxyRegistry::Add(std::shared_ptr<ProxyState> proxy, uint64_t stream_id) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -17,8 +18,8 @@ namespace holdfast {
 struct NackRecord {
   std::string version;  // the version_info the proxy rejected
   std::string nonce;
-  int code = 0;         // error_detail.code as the proxy sent it
-  std::string error;    // error_detail.message, verbatim
+  int code = 0;       // error_detail.code as the proxy sent it
+  std::string error;  // error_detail.message, verbatim
   absl::Time at;
 };
 
@@ -49,14 +50,22 @@ struct ProxyView {
   std::map<std::string, TypeProgress> types;
 };
 
+// Where a proxy stands over every type it was sent.
+enum class ProxySync {
+  kSynced,   // every response ACKed
+  kPending,  // a response awaits its ACK (none NACKed)
+  kNacking,  // its latest reply to some type is a NACK
+};
+ProxySync SyncOf(const ProxyView& proxy);
+absl::string_view ProxySyncName(ProxySync sync);  // "synced", "pending", "nacking"
+
 // State of one xDS stream, written by the stream and read by observers.
 class ProxyState {
  public:
   ProxyState(uint64_t stream_id, std::string stream_kind, std::string peer,
              absl::Time connected_since);
 
-  void SetNode(std::string node_id, std::string cluster, std::string group,
-               std::string user_agent);
+  void SetNode(std::string node_id, std::string cluster, std::string group, std::string user_agent);
   void SetIdentity(std::string identity);
   void RecordSent(const std::string& type_url, const std::string& version);
   void RecordAck(const std::string& type_url, const std::string& version, absl::Time at);
