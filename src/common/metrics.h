@@ -34,6 +34,23 @@ class Gauge {
   std::atomic<double> value_{0};
 };
 
+// Observations counted into fixed buckets (Prometheus histogram: each
+// bucket counts observations <= its bound, rendered cumulatively).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double value);
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Count per bucket (not cumulative), the last for values past every bound.
+  std::vector<uint64_t> Counts() const;
+  double sum() const { return sum_.value(); }
+
+ private:
+  const std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;
+  Gauge sum_;
+};
+
 // Receives samples from a collector while /metrics is rendered.
 class MetricWriter {
  public:
@@ -53,6 +70,9 @@ class MetricsRegistry {
                       const MetricLabels& labels = {});
   Gauge* GetGauge(const std::string& name, const std::string& help,
                   const MetricLabels& labels = {});
+  // `bounds` ascending; the first call for a name fixes them.
+  Histogram* GetHistogram(const std::string& name, const std::string& help,
+                          const MetricLabels& labels, const std::vector<double>& bounds);
   // Returns an id for RemoveCollector.
   int AddCollector(std::function<void(MetricWriter&)> collector);
   void RemoveCollector(int id);
@@ -64,6 +84,7 @@ class MetricsRegistry {
     std::string type;
     std::map<MetricLabels, std::unique_ptr<Counter>> counters;
     std::map<MetricLabels, std::unique_ptr<Gauge>> gauges;
+    std::map<MetricLabels, std::unique_ptr<Histogram>> histograms;
   };
   mutable absl::Mutex mu_;
   std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);

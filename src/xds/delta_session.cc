@@ -65,6 +65,7 @@ absl::Status DeltaSession::OnRequest(const DeltaDiscoveryRequest& request) {
   if (first || !request.resource_names_subscribe().empty() ||
       !request.resource_names_unsubscribe().empty()) {
     state.dirty = true;
+    state.asked_at = clock_.Now();
   }
   return absl::OkStatus();
 }
@@ -78,13 +79,13 @@ void DeltaSession::RecordReply(const std::string& type, TypeState& state,
   auto in_flight = state.in_flight.find(nonce);
   if (in_flight == state.in_flight.end()) return;
   if (request.has_error_detail()) {
-    proxy_->RecordNack(
-        type, NackRecord{in_flight->second, request.response_nonce(), request.error_detail().code(),
-                         request.error_detail().message(), clock_.Now()});
+    proxy_->RecordNack(type, NackRecord{in_flight->second.version, request.response_nonce(),
+                                        request.error_detail().code(),
+                                        request.error_detail().message(), clock_.Now()});
     stats_->Nack(type);
   } else {
-    proxy_->RecordAck(type, in_flight->second, clock_.Now());
-    stats_->Ack(type);
+    proxy_->RecordAck(type, in_flight->second.version, clock_.Now());
+    stats_->Ack(type, clock_.Now() - in_flight->second.owed_since);
   }
   // Replies come in order: earlier nonces will not be answered anymore.
   state.in_flight.erase(state.in_flight.begin(), std::next(in_flight));
@@ -291,7 +292,8 @@ std::optional<Response> DeltaSession::NextResponse() {
     Rebase(type, state, deferred);
     response.list = std::move(diff.updated);
     response.removed = std::move(diff.removed);
-    state.in_flight[nonce_counter_] = response.version;
+    state.in_flight[nonce_counter_] = {response.version,
+                                       std::max(snapshot_->created(), state.asked_at)};
     // A client that never replies must not grow this without bound.
     if (state.in_flight.size() > kMaxInFlight) state.in_flight.erase(state.in_flight.begin());
     state.answered = true;

@@ -61,7 +61,13 @@ class DeltaSession {
     // that changes a few names cost those names, not the whole subscription.
     bool base_follows_subscription = false;
     absl::flat_hash_map<std::string, std::optional<std::string>> overrides;
-    std::map<uint64_t, std::string> in_flight;  // nonce -> system version
+    // When the client last asked for something new (0 before).
+    absl::Time asked_at = absl::InfinitePast();
+    struct Sent {
+      std::string version;    // system version
+      absl::Time owed_since;  // the later of its snapshot's publication and asked_at
+    };
+    std::map<uint64_t, Sent> in_flight;  // by nonce
   };
   struct Diff {
     ResourceListPtr updated;

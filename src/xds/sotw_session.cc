@@ -55,14 +55,17 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
       stats_->Nack(type);
     } else {
       proxy_->RecordAck(type, std::string(request.version_info), clock_.Now());
-      stats_->Ack(type);
+      stats_->Ack(type, clock_.Now() - state.sent_owed_since);
     }
   }
   const bool changed = !same_names && state.subscription.ApplySotw(names);
   state.names_digest = names_digest;
   // An ACK or NACK of the latest response owes nothing new: snapshots mark
   // the session dirty themselves when they arrive.
-  if (changed || nonce.empty()) state.dirty = true;
+  if (changed || nonce.empty()) {
+    state.dirty = true;
+    state.asked_at = clock_.Now();
+  }
   return absl::OkStatus();
 }
 
@@ -206,6 +209,7 @@ Response SotwSession::Emit(const std::string& type, TypeState& state, Desired de
   response.nonce = absl::StrCat(++nonce_counter_);
   state.sent_version = response.version;
   state.sent_nonce = response.nonce;
+  state.sent_owed_since = std::max(snapshot_->created(), state.asked_at);
   state.sent_snapshot = snapshot_;
   state.sent_selection = SelectionOf(state);
   state.sent = desired.list;

@@ -65,6 +65,11 @@ class SotwSession {
     // the last request read, once there was one.
     std::optional<uint64_t> names_digest;
     bool dirty = false;  // may owe a response
+    // When the client last asked for something new (0 before), and since
+    // when the latest response was owed: the later of its snapshot's
+    // publication and that request. Its ACK measures the push.
+    absl::Time asked_at = absl::InfinitePast();
+    absl::Time sent_owed_since;
     std::string sent_version;
     std::string sent_nonce;
     // The client was last brought up to the view of `sent_snapshot` through

@@ -61,7 +61,12 @@ XdsStats::TypeCounters& XdsStats::ForType(absl::string_view type_url) {
       registry_->GetCounter("holdfast_xds_acks_total", "ACKs received", labels),
       registry_->GetCounter("holdfast_xds_nacks_total", "NACKs received", labels),
       registry_->GetCounter("holdfast_xds_stale_requests_total",
-                            "State-of-the-world requests ignored for a stale nonce", labels)};
+                            "State-of-the-world requests ignored for a stale nonce", labels),
+      registry_->GetHistogram(
+          "holdfast_xds_push_seconds",
+          "From a snapshot's publication (or the request asking for it, if later) to the "
+          "proxy's ACK of the response carrying it",
+          labels, {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300})};
   return by_type_.emplace(std::string(label), counters).first->second;
 }
 
@@ -72,7 +77,11 @@ void XdsStats::ResponseSent(const std::string& type_url, size_t resources, size_
   counters.bytes->Increment(bytes);
 }
 
-void XdsStats::Ack(const std::string& type_url) { ForType(type_url).acks->Increment(); }
+void XdsStats::Ack(const std::string& type_url, absl::Duration push_latency) {
+  TypeCounters& counters = ForType(type_url);
+  counters.acks->Increment();
+  counters.push_seconds->Observe(absl::ToDoubleSeconds(push_latency));
+}
 
 void XdsStats::Nack(const std::string& type_url) { ForType(type_url).nacks->Increment(); }
 

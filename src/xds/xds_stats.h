@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "src/common/metrics.h"
 
 namespace holdfast {
@@ -26,7 +27,9 @@ class XdsStats {
   // IdentityRefusalLabel (a closed set).
   void IdentityRefused(absl::string_view reason);
   void ResponseSent(const std::string& type_url, size_t resources, size_t bytes);
-  void Ack(const std::string& type_url);
+  // An ACK of a response owed for `push_latency`: since the snapshot it
+  // carries was published, or since the request that asked for it if later.
+  void Ack(const std::string& type_url, absl::Duration push_latency);
   void Nack(const std::string& type_url);
   void StaleRequest(const std::string& type_url);
   // A response could not be written because the previous one is still in
@@ -43,6 +46,7 @@ class XdsStats {
     Counter* acks;
     Counter* nacks;
     Counter* stale;
+    Histogram* push_seconds;
   };
   TypeCounters& ForType(absl::string_view type_url);
 

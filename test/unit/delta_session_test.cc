@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -58,6 +59,34 @@ TEST_F(DeltaSessionTest, WildcardSendsOnlyChangesAndRemovals) {
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(Names(*second), std::vector<std::string>{"a"});
   EXPECT_EQ(second->removed, std::vector<std::string>{"b"});
+}
+
+TEST_F(DeltaSessionTest, AnAckRecordsHowLongThePushTook) {
+  session_.OnSnapshot(Build({EdsCluster("a"), Endpoints("a", 1)}));  // long before
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster)).ok());
+  auto first = session_.NextResponse();
+  ASSERT_TRUE(first.has_value());
+  clock_.Advance(absl::Milliseconds(120));
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {}, {}, first->nonce)).ok());
+
+  clock_.Advance(absl::Seconds(3));
+  auto changed = Snapshot::Build({EdsCluster("a", 9), Endpoints("a", 1)}, clock_.Now());
+  ASSERT_TRUE(changed.ok());
+  clock_.Advance(absl::Milliseconds(40));
+  session_.OnSnapshot(*changed);
+  auto second = session_.NextResponse();
+  ASSERT_TRUE(second.has_value());
+  clock_.Advance(absl::Milliseconds(10));
+  DeltaDiscoveryRequest nack = Request(type_url::kCluster, {}, {}, second->nonce);
+  nack.mutable_error_detail()->set_message("rejected");
+  ASSERT_TRUE(session_.OnRequest(nack).ok());
+
+  Histogram* push = metrics_.GetHistogram("holdfast_xds_push_seconds", "",
+                                          {{"type_url", std::string(type_url::kCluster)}}, {});
+  std::vector<uint64_t> counts = push->Counts();
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), uint64_t{0}), 1u)
+      << "a NACKed push is not a push";
+  EXPECT_NEAR(push->sum(), 0.12, 1e-9);
 }
 
 TEST_F(DeltaSessionTest, InitialResourceVersionsAvoidResends) {

@@ -1,5 +1,7 @@
 #include "src/xds/sotw_session.h"
 
+#include <numeric>
+
 #include "gtest/gtest.h"
 #include "test/unit/test_resources.h"
 
@@ -38,6 +40,35 @@ class SotwSessionTest : public ::testing::Test {
   SotwSession session_{"", clock_, &proxy_, &stats_, &views_};
 };
 
+// A push is measured from the snapshot's publication, or from the request
+// asking for it when that came later, to the ACK.
+TEST_F(SotwSessionTest, AnAckRecordsHowLongThePushTook) {
+  session_.OnSnapshot(Chain("1", 80));  // published long before the request
+  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster)).ok());
+  auto first = session_.NextResponse();
+  ASSERT_TRUE(first.has_value());
+  clock_.Advance(absl::Milliseconds(200));
+  ASSERT_TRUE(
+      session_.OnRequest(Request(type_url::kCluster, {}, first->nonce, first->version)).ok());
+
+  clock_.Advance(absl::Seconds(5));
+  auto changed = Snapshot::Build({EdsCluster("c9"), Endpoints("c9", 80)}, clock_.Now());
+  ASSERT_TRUE(changed.ok());
+  clock_.Advance(absl::Milliseconds(50));  // published, then delivered
+  session_.OnSnapshot(*changed);
+  auto second = session_.NextResponse();
+  ASSERT_TRUE(second.has_value());
+  clock_.Advance(absl::Milliseconds(30));
+  ASSERT_TRUE(
+      session_.OnRequest(Request(type_url::kCluster, {}, second->nonce, second->version)).ok());
+
+  Histogram* push = metrics_.GetHistogram("holdfast_xds_push_seconds", "",
+                                          {{"type_url", std::string(type_url::kCluster)}}, {});
+  std::vector<uint64_t> counts = push->Counts();
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), uint64_t{0}), 2u);
+  EXPECT_NEAR(push->sum(), 0.2 + 0.08, 1e-9);
+}
+
 TEST_F(SotwSessionTest, NothingBeforeASnapshot) {
   ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster)).ok());
   EXPECT_FALSE(session_.NextResponse().has_value());
@@ -51,7 +82,8 @@ TEST_F(SotwSessionTest, WildcardAckAndUpdate) {
   EXPECT_EQ(Names(*first), std::vector<std::string>{"c1"});
   EXPECT_FALSE(session_.NextResponse().has_value());
 
-  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {}, first->nonce, first->version)).ok());
+  ASSERT_TRUE(
+      session_.OnRequest(Request(type_url::kCluster, {}, first->nonce, first->version)).ok());
   EXPECT_FALSE(session_.NextResponse().has_value()) << "an ACK needs no answer";
   EXPECT_EQ(proxy_.View().types[std::string(type_url::kCluster)].acked_version, first->version);
 
@@ -138,9 +170,10 @@ TEST_F(SotwSessionTest, ReconnectingClientVersionIsNotTrusted) {
   auto snapshot = Chain("1", 80);
   session_.OnSnapshot(snapshot);
   // The client claims to hold the current version, with no nonce.
-  ASSERT_TRUE(session_.OnRequest(Request(type_url::kCluster, {}, "",
-                                         snapshot->TypeVersion(type_url::kCluster)))
-                  .ok());
+  ASSERT_TRUE(
+      session_
+          .OnRequest(Request(type_url::kCluster, {}, "", snapshot->TypeVersion(type_url::kCluster)))
+          .ok());
   EXPECT_TRUE(session_.NextResponse().has_value());
 }
 
@@ -155,9 +188,10 @@ TEST_F(SotwSessionTest, AdsSendsInMakeBeforeBreakOrder) {
   session_.OnSnapshot(Chain("1", 80));
   std::vector<std::string> order;
   while (auto r = session_.NextResponse()) order.push_back(r->type_url);
-  EXPECT_EQ(order, (std::vector<std::string>{
-                       std::string(type_url::kCluster), std::string(type_url::kClusterLoadAssignment),
-                       std::string(type_url::kListener), std::string(type_url::kRouteConfiguration)}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{
+                std::string(type_url::kCluster), std::string(type_url::kClusterLoadAssignment),
+                std::string(type_url::kListener), std::string(type_url::kRouteConfiguration)}));
 }
 
 TEST_F(SotwSessionTest, StaleClustersAreRemovedLast) {
@@ -181,8 +215,8 @@ TEST_F(SotwSessionTest, StaleClustersAreRemovedLast) {
 
 TEST_F(SotwSessionTest, EndpointsGoOutIncrementallyAndSharedAcrossStreams) {
   auto two = [](int port_1, int port_2) {
-    return Build({EdsCluster("c1"), Endpoints("c1", port_1), EdsCluster("c2"),
-                  Endpoints("c2", port_2)});
+    return Build(
+        {EdsCluster("c1"), Endpoints("c1", port_1), EdsCluster("c2"), Endpoints("c2", port_2)});
   };
   ProxyState other_proxy{2, "ads-sotw", "test", absl::UnixEpoch()};
   SotwSession other{"", clock_, &other_proxy, &stats_, &views_};
@@ -209,8 +243,8 @@ TEST_F(SotwSessionTest, EndpointsGoOutIncrementallyAndSharedAcrossStreams) {
   ASSERT_TRUE(other_update.has_value());
   EXPECT_EQ(update->list, other_update->list) << "the change is computed once";
 
-  session_.OnSnapshot(Build({EdsCluster("c1", 9), Endpoints("c1", 81), EdsCluster("c2"),
-                             Endpoints("c2", 80)}));
+  session_.OnSnapshot(
+      Build({EdsCluster("c1", 9), Endpoints("c1", 81), EdsCluster("c2"), Endpoints("c2", 80)}));
   EXPECT_FALSE(session_.NextResponse().has_value()) << "no endpoint changed";
 }
 
