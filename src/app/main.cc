@@ -1,29 +1,11 @@
 // holdfast: an Envoy control plane. Commands are wired here; the work is in
 // src/app/*.cc.
 #include "CLI/CLI.hpp"
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "grpc/support/log.h"
 #include "src/app/serve.h"
 #include "src/app/store_commands.h"
 #include "src/app/validate.h"
 #include "src/common/log.h"
-
-namespace {
-
-// gRPC's own log lines go through holdfast's log, in its format (a JSON log
-// pipeline must not meet a line it cannot parse).
-void LogGrpcLine(gpr_log_func_args* args) {
-  const holdfast::LogLevel level =
-      args->severity == GPR_LOG_SEVERITY_ERROR  ? holdfast::LogLevel::kError
-      : args->severity == GPR_LOG_SEVERITY_INFO ? holdfast::LogLevel::kInfo
-                                                : holdfast::LogLevel::kDebug;
-  if (!holdfast::LogEnabled(level)) return;
-  holdfast::LogLine(level,
-                    absl::StrCat("grpc: ", args->message, " (", args->file, ":", args->line, ")"));
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
 #ifdef NDEBUG
@@ -181,7 +163,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (log_format == "json") holdfast::SetLogFormat(holdfast::LogFormat::kJson);
-  gpr_set_log_function(LogGrpcLine);
   if (serve_cmd->parsed()) return holdfast::RunServe(serve);
   if (validate_cmd->parsed()) return holdfast::RunValidate(validate);
   if (apply_cmd->parsed()) return holdfast::RunApply(apply);
