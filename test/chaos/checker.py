@@ -21,15 +21,18 @@ Checks:
                         were measured
   real_client_first_ok  every real gRPC client's first successful RPC came
                         within 1 s + 3 s process start-up of its start, or,
-                        started while its replica was not ready, within 1 s
-                        + gRPC's reconnection backoff of the replica being
-                        seen ready; only a client stopped before it was due
-                        is excused
+                        when its replica was not ready for it (not ready at
+                        its start, or killed or down within 1 s of it),
+                        within 1 s + gRPC's reconnection
+                        backoff of the replica being seen ready; only a
+                        client stopped before it was due is excused
   converged_after_heal  after every fault healed, every proxy held the
                         generation committed by then within 30 s, and every
-                        real client, within 30 s and until the next fault,
-                        reached only the backend of a generation being
-                        served (>= the one committed by the heal)
+                        real client, within 30 s (a client with no
+                        successful RPC yet: by its first-ok due time) and
+                        until the next fault, reached only the backend of a
+                        generation being served (>= the one committed by
+                        the heal)
   converged_final       every proxy holds the final generation; every real
                         client's last 5 RPCs reach the final backend
   fencing               no status write of a term after that term's
@@ -79,6 +82,10 @@ from collections import defaultdict
 
 CONFIG_BOUND = 1.0
 REAL_STARTUP = 3.0
+# A real client makes its first connection attempt within this of its start
+# (process start-up, channel set-up): a replica killed or paused before then
+# was not there for it.
+REAL_CONNECT = 1.0
 CONVERGE = 30.0
 RTT_AND_POLL = 1.0
 # From exec to a replica's admin endpoint answering (process start, reading
@@ -124,9 +131,12 @@ class Timeline:
 
     def __init__(self, events):
         self.obs = defaultdict(list)
+        self.kills = defaultdict(list)
         for e in events:
             if e["kind"] == "obs":
                 self.obs[e["replica"]].append(e)
+            elif e["kind"] == "replica_killed":
+                self.kills[e["replica"]].append(e)
             elif e["kind"] == "fault_start" and e["fault"] in SIGNAL_FAULTS:
                 # Not ready from the moment the nemesis acts, not from the
                 # monitor's next poll.
@@ -154,6 +164,22 @@ class Timeline:
             if e["t"] > t and e.get("up") and e.get("ready") and not e.get("paused"):
                 return e["t"]
         return None
+
+    def next_ready_after(self, replica, t):
+        """The first time after `t` the replica was seen ready (whatever the
+        state last seen before `t`)."""
+        for e in self.obs[replica]:
+            if e["t"] > t and e.get("up") and e.get("ready") and not e.get("paused"):
+                return e["t"]
+        return None
+
+    def first_not_ready(self, replica, after, until):
+        """The first time in (after, until] the replica was seen not ready,
+        or killed (before the monitor's next poll sees it down)."""
+        times = [e["t"] for e in self.kills[replica] if after < e["t"] <= until]
+        times += [e["t"] for e in self.obs[replica] if after < e["t"] <= until and not (
+            e.get("up") and e.get("ready") and not e.get("paused"))]
+        return min(times, default=None)
 
     def change_times(self, after):
         return sorted({e["t"] for v in self.obs.values() for e in v if e["t"] >= after})
@@ -278,18 +304,41 @@ def real_ends(events):
     return ends
 
 
-def check_real_first_ok(events):
-    """Each real client's first successful RPC is due REAL_STARTUP +
-    CONFIG_BOUND after its start; started while its replica was not ready,
-    CONFIG_BOUND after the replica was seen ready plus the reconnection
-    backoff it built up meanwhile. A client stopped before it was due is
-    the only one excused from having succeeded."""
-    tl = Timeline(events)
-    names = target_names(events)
+def first_ok_due(tl, replica, t0, first_ok):
+    """When a real client started at `t0` on `replica` owes its first
+    successful RPC: REAL_STARTUP + CONFIG_BOUND after its start; when its
+    replica was not ready for it (not ready at its start, or killed or seen
+    down within REAL_CONNECT of it, before its first ok), CONFIG_BOUND + the
+    backoff built up meanwhile after the replica was next seen ready. None
+    if the replica never was."""
+    ready = tl.next_ready(replica, t0)
+    if ready is not None and ready <= t0:
+        went_down = tl.first_not_ready(replica, t0, min(first_ok or float("inf"),
+                                                        t0 + REAL_CONNECT))
+        if went_down is not None:
+            ready = tl.next_ready_after(replica, went_down)
+    if ready is None:
+        return None
+    return max(t0 + REAL_STARTUP, ready + first_config_allowance(ready - t0)) + CONFIG_BOUND
+
+
+def first_oks(events):
     first = {}
     for e in by_kind(events, "real_rpc"):
         if e["line"].startswith("ok ") and e["node"] not in first:
             first[e["node"]] = e["t"]
+    return first
+
+
+def check_real_first_ok(events):
+    """Each real client's first successful RPC is due REAL_STARTUP +
+    CONFIG_BOUND after its start; when its replica was not ready for it,
+    CONFIG_BOUND after the replica was seen ready plus the reconnection
+    backoff it built up meanwhile (first_ok_due). A client stopped before
+    it was due is the only one excused from having succeeded."""
+    tl = Timeline(events)
+    names = target_names(events)
+    first = first_oks(events)
     ends = real_ends(events)
     starts = by_kind(events, "real_start")
     if not starts:
@@ -297,11 +346,10 @@ def check_real_first_ok(events):
     bad, vals, late_ready, excused = [], [], 0, 0
     for e in starts:
         node, t0 = e["node"], e["t"]
-        ready = tl.next_ready(names[e["front"] % len(names)], t0)
-        if ready is None:
-            ready = float("inf")
-        late_ready += ready > t0
-        due = max(t0 + REAL_STARTUP, ready + first_config_allowance(ready - t0)) + CONFIG_BOUND
+        due = first_ok_due(tl, names[e["front"] % len(names)], t0, first.get(node))
+        if due is None:
+            due = float("inf")
+        late_ready += due > t0 + REAL_STARTUP + CONFIG_BOUND
         if node not in first:
             if ends.get(node, float("inf")) < due:
                 excused += 1
@@ -312,8 +360,8 @@ def check_real_first_ok(events):
         if first[node] > due:
             bad.append(f"{node}: first ok {first[node] - t0:.2f}s after its start, "
                        f"due after {due - t0:.2f}s")
-    desc = (f"{len(starts)} real clients ({late_ready} started before their replica was "
-            f"ready, {excused} stopped before due), first ok after max {pct(vals, 100)}")
+    desc = (f"{len(starts)} real clients ({late_ready} whose replica was not ready for them, "
+            f"{excused} stopped before due), first ok after max {pct(vals, 100)}")
     return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
 
 
@@ -375,9 +423,11 @@ def check_real_after_heal(events, h, next_start, windows):
     of it until the next fault starts, every successful RPC reaches the
     backend of the generation being served (>= the one committed by the
     heal). The runner starts the next fault only once they do (or CONVERGE
-    has passed). Returns (failures, clients that ended before converging)."""
+    has passed). Returns (failures, clients that ended, or were still
+    starting when the next fault came, before converging)."""
     H, goal = h["t"], h["committed"]
     ends = real_ends(events)
+    tl, names, first = Timeline(events), target_names(events), first_oks(events)
     rpcs = defaultdict(list)
     for e in by_kind(events, "real_rpc"):
         if e["line"].startswith("ok ") and H <= e["t"] < next_start:
@@ -388,11 +438,22 @@ def check_real_after_heal(events, h, next_start, windows):
         if s["t"] > H or end <= H:
             continue
         since = real_converged(rpcs[node], goal, windows, s.get("deadline", 1.0))
-        if since is not None and since - H <= CONVERGE:
+        # A client that has not reached any replica yet is still within its
+        # start-up (first_ok_due: the backoff of a replica down meanwhile).
+        allowed = H + CONVERGE
+        starting = first.get(node, float("inf")) > H
+        if starting:
+            due = first_ok_due(tl, names[s["front"] % len(names)], s["t"], first.get(node))
+            allowed = max(allowed, due if due is not None else allowed)
+        if since is not None and since <= allowed:
             continue
-        if since is None and end < min(next_start, H + CONVERGE):
-            cut += 1  # stopped by the runner, or exited (which
-            continue  # converged_final fails)
+        if since is None and (end < min(next_start, allowed) or
+                              (starting and next_start < allowed)):
+            # Stopped by the runner or exited (which converged_final fails),
+            # or, still starting, overtaken by the next fault (judged at the
+            # heals that follow; its first ok by real_client_first_ok).
+            cut += 1
+            continue
         bad.append(f"fault {h['id']} ({h['fault']}): real client {node} " + (
             f"reached the generation served only {since - H:.1f}s after healing" if since
             else f"did not reach the backend of the generation served (gen >= {goal})"))
@@ -431,7 +492,7 @@ def check_converged_after_heal(events):
         lags.append(worst)
     desc = (f"{len(heals)} heals; worst proxy lag after heal {max(lags):.2f}s, "
             f"median {statistics.median(lags):.2f}s; real clients judged by backend "
-            f"({cut} ended before converging)")
+            f"({cut} ended or still starting at the next fault)")
     return (False, f"{len(bad)} failures; {desc}; " + "; ".join(bad[:3])) if bad \
         else (True, desc)
 
