@@ -28,13 +28,13 @@ void CollectSnapshotMetrics(const SnapshotCache& cache, const Clock& clock, Metr
 
 void CollectProxyMetrics(const ProxyRegistry& proxies, MetricWriter& out) {
   constexpr ProxySync kStates[] = {ProxySync::kSynced, ProxySync::kPending, ProxySync::kNacking};
-  std::map<ProxySync, int> counts;
-  for (const ProxyView& proxy : proxies.List()) ++counts[SyncOf(proxy)];
+  std::map<ProxySync, size_t> counts = proxies.CountBySync();
   for (ProxySync state : kStates) {
     out.Sample("holdfast_proxies",
                "Connected proxies by where they stand: synced (every response ACKed), pending "
                "(a response awaits its ACK), nacking (the latest reply to some type is a NACK)",
-               "gauge", {{"state", std::string(ProxySyncName(state))}}, counts[state]);
+               "gauge", {{"state", std::string(ProxySyncName(state))}},
+               static_cast<double>(counts[state]));
   }
 }
 

@@ -84,8 +84,9 @@ void DeltaSession::RecordReply(const std::string& type, TypeState& state,
                                         request.error_detail().message(), clock_.Now()});
     stats_->Nack(type);
   } else {
-    proxy_->RecordAck(type, in_flight->second.version, clock_.Now());
-    stats_->Ack(type, clock_.Now() - in_flight->second.owed_since);
+    const absl::Time now = clock_.Now();
+    proxy_->RecordAck(type, in_flight->second.version, now);
+    stats_->Ack(type, now - in_flight->second.owed_since);
   }
   // Replies come in order: earlier nonces will not be answered anymore.
   state.in_flight.erase(state.in_flight.begin(), std::next(in_flight));

@@ -52,6 +52,11 @@ ProxyView ProxyState::View() const {
   return view_;
 }
 
+ProxySync ProxyState::Sync() const {
+  absl::MutexLock lock(&mu_);
+  return SyncOf(view_);
+}
+
 ProxySync SyncOf(const ProxyView& proxy) {
   ProxySync sync = ProxySync::kSynced;
   for (const auto& [type, progress] : proxy.types) {
@@ -83,16 +88,28 @@ void ProxyRegistry::Remove(uint64_t stream_id) {
   proxies_.erase(stream_id);
 }
 
-std::vector<ProxyView> ProxyRegistry::List() const {
+std::vector<std::shared_ptr<ProxyState>> ProxyRegistry::Proxies() const {
+  absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<ProxyState>> proxies;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, proxy] : proxies_) proxies.push_back(proxy);
-  }
+  proxies.reserve(proxies_.size());
+  for (const auto& [id, proxy] : proxies_) proxies.push_back(proxy);
+  return proxies;
+}
+
+std::vector<ProxyView> ProxyRegistry::List() const {
+  // Views are taken outside the registry's lock: each takes its proxy's.
+  std::vector<std::shared_ptr<ProxyState>> proxies = Proxies();
   std::vector<ProxyView> views;
   views.reserve(proxies.size());
   for (const auto& proxy : proxies) views.push_back(proxy->View());
   return views;
+}
+
+std::map<ProxySync, size_t> ProxyRegistry::CountBySync() const {
+  std::vector<std::shared_ptr<ProxyState>> proxies = Proxies();
+  std::map<ProxySync, size_t> counts;
+  for (const auto& proxy : proxies) ++counts[proxy->Sync()];
+  return counts;
 }
 
 size_t ProxyRegistry::size() const {

@@ -71,6 +71,8 @@ class ProxyState {
   void RecordAck(const std::string& type_url, const std::string& version, absl::Time at);
   void RecordNack(const std::string& type_url, NackRecord nack);
   ProxyView View() const;
+  // SyncOf(View()) without copying the view.
+  ProxySync Sync() const;
 
  private:
   mutable absl::Mutex mu_;
@@ -97,6 +99,8 @@ class ProxyRegistry {
   void Remove(uint64_t stream_id);
   std::vector<ProxyView> List() const;
   size_t size() const;
+  // How many proxies stand where (for metrics: no view is copied).
+  std::map<ProxySync, size_t> CountBySync() const;
 
   // Keeps `refusal` among the latest. False when the latest ones already
   // hold a refusal of the same peer (connection), so callers log once per
@@ -105,6 +109,9 @@ class ProxyRegistry {
   std::vector<IdentityRefusalRecord> Refusals() const;
 
  private:
+  // The registered proxies, copied under the lock.
+  std::vector<std::shared_ptr<ProxyState>> Proxies() const;
+
   mutable absl::Mutex mu_;
   std::map<uint64_t, std::shared_ptr<ProxyState>> proxies_ ABSL_GUARDED_BY(mu_);
   std::deque<IdentityRefusalRecord> refusals_ ABSL_GUARDED_BY(mu_);  // newest last

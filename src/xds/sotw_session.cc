@@ -54,8 +54,9 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
                                           request.error_code, request.error_message, clock_.Now()});
       stats_->Nack(type);
     } else {
-      proxy_->RecordAck(type, std::string(request.version_info), clock_.Now());
-      stats_->Ack(type, clock_.Now() - state.sent_owed_since);
+      const absl::Time now = clock_.Now();
+      proxy_->RecordAck(type, std::string(request.version_info), now);
+      stats_->Ack(type, now - state.sent_owed_since);
     }
   }
   const bool changed = !same_names && state.subscription.ApplySotw(names);

@@ -30,5 +30,19 @@ TEST(ProxySyncTest, ANackOutweighsAPendingTypeAndALaterAckClearsIt) {
   EXPECT_EQ(SyncOf(proxy.View()), ProxySync::kSynced);
 }
 
+TEST(ProxySyncTest, TheRegistryCountsProxiesByWhereTheyStand) {
+  ProxyRegistry registry;
+  auto synced = std::make_shared<ProxyState>(1, "ads-sotw", "a", absl::UnixEpoch());
+  auto pending = std::make_shared<ProxyState>(2, "ads-sotw", "b", absl::UnixEpoch());
+  pending->RecordSent(kClusters, "v1");
+  registry.Add(synced, 1);
+  registry.Add(pending, 2);
+  std::map<ProxySync, size_t> counts = registry.CountBySync();
+  EXPECT_EQ(counts[ProxySync::kSynced], 1u);
+  EXPECT_EQ(counts[ProxySync::kPending], 1u);
+  EXPECT_EQ(counts[ProxySync::kNacking], 0u);
+  EXPECT_EQ(pending->Sync(), SyncOf(pending->View()));
+}
+
 }  // namespace
 }  // namespace holdfast
