@@ -9,6 +9,9 @@ real API server with deploy/status-fencing.yaml installed.
 - the API server refuses the write a late ex-leader would send (its own
   identity and ended term, sent as the holdfast user) and a write naming
   another replica, with a message that says why;
+- a Lease not written for its leaseDurationSeconds fences even the holder
+  it names (what the API server's Lease cache shows in the milliseconds
+  before it sees another replica take over), and a renewal lifts it;
 - the leader SIGSTOPped past its lease while an object changes: the new
   leader converges that object's status (observedGeneration included) in
   its term; after SIGCONT the old leader writes nothing, and the statuses
@@ -16,6 +19,7 @@ real API server with deploy/status-fencing.yaml installed.
 """
 
 import copy
+import datetime
 import signal
 import time
 
@@ -23,12 +27,13 @@ from hf_gateway import route, upstream, virtual_service
 from hf_kube import REPO
 from hf_replica import the_leader
 from hf_wait import wait_for
-from test_kube_election import (TAKEOVER_BOUND, TIMEOUT, install, lease, new_leader_within,
-                                start_replicas, stop_all)
+from test_kube_election import (LEASE_NAME, LEASE_NS, TAKEOVER_BOUND, TIMEOUT, install, lease,
+                                new_leader_within, start_replicas, stop_all)
 
 API = "holdfast.dev/v1"
 POLICY = "holdfast-status-fencing"
 FENCED = "holdfast status fencing: a status may only be written by the holder of Lease"
+UNRENEWED = "which has ended by this write"
 
 
 def install_fencing(kube):
@@ -79,6 +84,47 @@ def test_no_status_is_admitted_before_a_lease_exists(kube):
     # parameter is missing; a CEL rule that fails is 403 (the policy's reason).
     r = install_fencing(kube)
     assert r.status == 422 and POLICY in r.text() and "no params found" in r.text(), r.text()
+
+
+def write_lease(kube, holder: str, transitions: int, seconds: int):
+    """Creates or renews the Lease as a holder would: renewTime to the
+    microsecond, so that every renewal changes it."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    kube.admin.apply({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": LEASE_NAME, "namespace": LEASE_NS},
+        "spec": {"holderIdentity": holder, "leaseTransitions": transitions,
+                 "leaseDurationSeconds": seconds, "acquireTime": now, "renewTime": now}})
+
+
+def test_a_lease_left_unrenewed_fences_its_own_holder(kube):
+    install_fencing(kube)
+    kube.admin.apply(upstream("api", 8080))
+    holdfast = kube.client("holdfast")
+    writer = {"replica": "x", "term": 5}
+
+    def renewed_and_written(state):
+        write_lease(kube, "x", 4, 2)
+        return put_status(holdfast, stored(kube, "Upstream", "api"),
+                          {"state": state, "writer": writer})
+
+    # The holder renewing: its write is admitted once the policy's Lease
+    # cache has the Lease (refused with FENCED before that).
+    r = wait_for(lambda: renewed_and_written("Accepted"), lambda r: r.status == 200,
+                 timeout=TIMEOUT, what="the holder's write to be admitted")
+    # No renewal for longer than leaseDurationSeconds (plus the second the
+    # API server's timestamps are truncated to): the same holder, same term,
+    # is refused, because another replica could hold the Lease by now.
+    time.sleep(3.2)
+    r = put_status(holdfast, stored(kube, "Upstream", "api"), {"state": "Warning", "writer": writer})
+    assert r.status == 403 and UNRENEWED in r.text() and "lease" in r.text().lower(), \
+        (r.status, r.text())
+    print("refusal:", r.text())
+    assert stored(kube, "Upstream", "api")["status"]["state"] == "Accepted"
+    # A renewal lifts it.
+    wait_for(lambda: renewed_and_written("Warning"), lambda r: r.status == 200,
+             timeout=TIMEOUT, what="the renewed holder's write to be admitted")
+    assert stored(kube, "Upstream", "api")["status"]["state"] == "Warning"
 
 
 def test_only_the_leader_writes_and_the_api_server_refuses_ended_terms(kube, procs, tmp_path):
