@@ -46,6 +46,7 @@ set(ENVOY_PROTO_INCLUDES
 
 set(ENVOY_PROTO_ROOTS
     envoy/service/discovery/v3/ads.proto
+    envoy/service/status/v3/csds.proto
     envoy/config/listener/v3/listener.proto
     envoy/config/route/v3/route.proto
     envoy/config/cluster/v3/cluster.proto

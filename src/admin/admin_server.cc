@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "src/admin/listen_socket.h"
-#include "src/admin/redact.h"
+#include "src/snapshot/redact.h"
 
 namespace holdfast {
 namespace {

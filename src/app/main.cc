@@ -69,6 +69,12 @@ int main(int argc, char** argv) {
                    "SETTINGS_MAX_CONCURRENT_STREAMS)")
       ->check(CLI::Range(1, 1'000'000))
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--xds-csds", serve.xds_csds,
+                   "Answer ClientStatusDiscoveryService (CSDS) on the xDS port: every connected "
+                   "proxy's resources and ACK/NACK status (refused while --xds-client-identity "
+                   "is on)")
+      ->capture_default_str();
   serve_cmd->add_option("--webhook-listen", serve.webhook_listen,
                         "Serve the validating admission webhook (HTTPS, POST /validate) here, "
                         "HOST:PORT; needs --webhook-cert and --webhook-key");

@@ -38,6 +38,7 @@ struct ServeOptions {
   std::string xds_handshake_timeout = "20s";      // XdsServerOptions::handshake_timeout
   std::string xds_first_request_timeout = "30s";  // XdsServerOptions::first_request_timeout
   int xds_max_streams_per_connection = 100;       // XdsServerOptions::max_streams_per_connection
+  bool xds_csds = true;                           // XdsServerOptions::csds
   std::string node_group = "none";                // see NodeGrouper::Parse
   std::string xds_client_identity = "none";       // see ClientIdentityPolicy::Parse
   std::string control_plane_id = "holdfast";

@@ -112,6 +112,7 @@ absl::Status Server::StartParts() {
   xds_options.control_plane_id = options_.control_plane_id;
   xds_options.metrics = &metrics_;
   xds_options.max_streams_per_connection = options_.xds_max_streams_per_connection;
+  xds_options.csds = options_.xds_csds;
   for (auto [flag, text, out] :
        {std::tuple{"--xds-handshake-timeout", &options_.xds_handshake_timeout,
                    &xds_options.handshake_timeout},

@@ -85,7 +85,7 @@ void DeltaSession::RecordReply(const std::string& type, TypeState& state,
     stats_->Nack(type);
   } else {
     const absl::Time now = clock_.Now();
-    proxy_->RecordAck(type, in_flight->second.version, now);
+    proxy_->RecordAck(type, in_flight->second.version, in_flight->second.view, now);
     stats_->Ack(type, now - in_flight->second.owed_since);
   }
   // Replies come in order: earlier nonces will not be answered anymore.
@@ -293,13 +293,14 @@ std::optional<Response> DeltaSession::NextResponse() {
     Rebase(type, state, deferred);
     response.list = std::move(diff.updated);
     response.removed = std::move(diff.removed);
+    HeldView view{snapshot_, SelectionOf(state)};
     state.in_flight[nonce_counter_] = {response.version,
-                                       std::max(snapshot_->created(), state.asked_at)};
+                                       std::max(snapshot_->created(), state.asked_at), view};
     // A client that never replies must not grow this without bound.
     if (state.in_flight.size() > kMaxInFlight) state.in_flight.erase(state.in_flight.begin());
     state.answered = true;
     state.dirty = !deferred.empty();
-    proxy_->RecordSent(type, response.version);
+    proxy_->RecordSent(type, response.version, std::move(view), clock_.Now());
     return response;
   }
   return std::nullopt;

@@ -66,6 +66,7 @@ class DeltaSession {
     struct Sent {
       std::string version;    // system version
       absl::Time owed_since;  // the later of its snapshot's publication and asked_at
+      HeldView view;          // what the client holds once it applied it (CSDS)
     };
     std::map<uint64_t, Sent> in_flight;  // by nonce
   };

@@ -10,13 +10,17 @@ ProxyState::ProxyState(uint64_t stream_id, std::string stream_kind, std::string 
   view_.connected_since = connected_since;
 }
 
-void ProxyState::SetNode(std::string node_id, std::string cluster, std::string group,
-                         std::string user_agent) {
+void ProxyState::SetNode(const envoy::config::core::v3::Node& node, std::string group) {
+  auto kept = std::make_shared<envoy::config::core::v3::Node>(node);
+  kept->clear_extensions();  // Envoy lists every extension it was built with
+  kept->clear_user_agent_build_version();
+  kept->clear_client_features();
   absl::MutexLock lock(&mu_);
-  view_.node_id = std::move(node_id);
-  view_.cluster = std::move(cluster);
+  view_.node_id = node.id();
+  view_.cluster = node.cluster();
   view_.group = std::move(group);
-  view_.user_agent = std::move(user_agent);
+  view_.user_agent = node.user_agent_name();
+  view_.node = std::move(kept);
 }
 
 void ProxyState::SetIdentity(std::string identity) {
@@ -24,17 +28,22 @@ void ProxyState::SetIdentity(std::string identity) {
   view_.identity = std::move(identity);
 }
 
-void ProxyState::RecordSent(const std::string& type_url, const std::string& version) {
+void ProxyState::RecordSent(const std::string& type_url, const std::string& version, HeldView view,
+                            absl::Time at) {
   absl::MutexLock lock(&mu_);
   TypeProgress& progress = view_.types[type_url];
   progress.last_sent_version = version;
+  progress.sent = std::move(view);
+  progress.sent_at = at;
   ++progress.responses_sent;
 }
 
-void ProxyState::RecordAck(const std::string& type_url, const std::string& version, absl::Time at) {
+void ProxyState::RecordAck(const std::string& type_url, const std::string& version, HeldView view,
+                           absl::Time at) {
   absl::MutexLock lock(&mu_);
   TypeProgress& progress = view_.types[type_url];
   progress.acked_version = version;
+  progress.acked = std::move(view);
   progress.acked_at = at;
   progress.nack.reset();
   ++progress.acks;

@@ -11,6 +11,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "src/snapshot/snapshot.h"
+#include "src/xds/view_cache.h"
 
 namespace holdfast {
 
@@ -23,11 +26,23 @@ struct NackRecord {
   absl::Time at;
 };
 
+// The resources a response brought a client to for one type: the view of
+// `snapshot` through `selection`. Two pointers, resolved only when someone
+// asks (CSDS). For a delta stream, names (un)subscribed since the latest
+// snapshot show from the next one on.
+struct HeldView {
+  SnapshotPtr snapshot;  // null: nothing
+  Selection selection;
+};
+
 // Where one proxy stands for one resource type.
 struct TypeProgress {
   std::string last_sent_version;
+  absl::Time sent_at = absl::InfinitePast();
+  HeldView sent;  // what the latest response brings the client to
   std::string acked_version;
   absl::Time acked_at = absl::InfinitePast();
+  HeldView acked;                  // what the latest ACKed response brought it to
   std::optional<NackRecord> nack;  // the latest NACK, cleared by a later ACK
   uint64_t responses_sent = 0;
   uint64_t acks = 0;
@@ -38,6 +53,9 @@ struct TypeProgress {
 struct ProxyView {
   uint64_t stream_id = 0;
   std::string node_id;
+  // The node of its first request, without the lists of extensions and
+  // build details Envoy sends (for CSDS node matching and answers).
+  std::shared_ptr<const envoy::config::core::v3::Node> node;
   std::string cluster;
   std::string group;
   // The identity its client certificate proved (--xds-client-identity);
@@ -65,10 +83,12 @@ class ProxyState {
   ProxyState(uint64_t stream_id, std::string stream_kind, std::string peer,
              absl::Time connected_since);
 
-  void SetNode(std::string node_id, std::string cluster, std::string group, std::string user_agent);
+  void SetNode(const envoy::config::core::v3::Node& node, std::string group);
   void SetIdentity(std::string identity);
-  void RecordSent(const std::string& type_url, const std::string& version);
-  void RecordAck(const std::string& type_url, const std::string& version, absl::Time at);
+  void RecordSent(const std::string& type_url, const std::string& version, HeldView view,
+                  absl::Time at);
+  void RecordAck(const std::string& type_url, const std::string& version, HeldView view,
+                 absl::Time at);
   void RecordNack(const std::string& type_url, NackRecord nack);
   ProxyView View() const;
   // SyncOf(View()) without copying the view.

@@ -55,7 +55,8 @@ absl::Status SotwSession::OnRequest(const SotwRequest& request) {
       stats_->Nack(type);
     } else {
       const absl::Time now = clock_.Now();
-      proxy_->RecordAck(type, std::string(request.version_info), now);
+      proxy_->RecordAck(type, std::string(request.version_info),
+                        HeldView{state.sent_snapshot, state.sent_selection}, now);
       stats_->Ack(type, now - state.sent_owed_since);
     }
   }
@@ -215,7 +216,8 @@ Response SotwSession::Emit(const std::string& type, TypeState& state, Desired de
   state.sent_selection = SelectionOf(state);
   state.sent = desired.list;
   response.list = std::move(desired.list);
-  proxy_->RecordSent(type, response.version);
+  proxy_->RecordSent(type, response.version, HeldView{state.sent_snapshot, state.sent_selection},
+                     clock_.Now());
   return response;
 }
 

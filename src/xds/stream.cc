@@ -122,7 +122,7 @@ void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
   context_.stats->StreamOpened(kind_);
   counted_ = true;
   std::string group = context_.grouper->GroupOf(node, verified_ ? &*verified_ : nullptr);
-  proxy_->SetNode(node.id(), node.cluster(), group, node.user_agent_name());
+  proxy_->SetNode(node, group);
   if (verified_.has_value()) proxy_->SetIdentity(verified_->identity);
   LogDebug("xds stream %d: node %s joined group %s", id_, node.id(), group);
   // The watch is registered without mu_ held, since the cache calls

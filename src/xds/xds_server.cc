@@ -12,6 +12,7 @@
 #include "grpcpp/server_builder.h"
 #include "src/common/descriptors.h"
 #include "src/common/log.h"
+#include "src/xds/csds_call.h"
 
 namespace holdfast {
 namespace {
@@ -71,14 +72,21 @@ constexpr Method kMethods[] = {
      kExtensionConfig, "ecds-delta"},
 };
 
-// Ends a call to a method this server does not implement.
-class Unimplemented : public grpc::ServerGenericBidiReactor {
+// Ends a call at once with an error.
+class Refused : public grpc::ServerGenericBidiReactor {
  public:
-  explicit Unimplemented(const std::string& method) {
-    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        absl::StrCat("holdfast does not implement ", method)));
+  Refused(grpc::StatusCode code, const std::string& message) {
+    Finish(grpc::Status(code, message));
   }
   void OnDone() override { delete this; }
+};
+
+// Ends a call to a method this server does not implement.
+class Unimplemented : public Refused {
+ public:
+  explicit Unimplemented(const std::string& method)
+      : Refused(grpc::StatusCode::UNIMPLEMENTED,
+                absl::StrCat("holdfast does not implement ", method)) {}
 };
 
 // gRPC takes durations as int milliseconds.
@@ -90,9 +98,11 @@ int ChannelArgMs(absl::Duration duration) {
 
 class XdsServer::Service : public grpc::CallbackGenericService {
  public:
-  explicit Service(const StreamContext& context) : context_(context) {}
+  Service(const StreamContext& context, bool csds) : context_(context), csds_(csds) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    const bool fetch = ctx->method() == CsdsCall::kFetchMethod;
+    if (fetch || ctx->method() == CsdsCall::kStreamMethod) return StartCsds(fetch);
     for (const Method& method : kMethods) {
       if (ctx->method() != method.path) continue;
       // The certificate is read only when identities are checked.
@@ -108,7 +118,20 @@ class XdsServer::Service : public grpc::CallbackGenericService {
   }
 
  private:
+  grpc::ServerGenericBidiReactor* StartCsds(bool fetch) {
+    // Every proxy's configuration is not for every proxy to read: where
+    // certificates prove identities, CSDS is off (the admin endpoint, with
+    // its token, answers the same questions).
+    if (!csds_ || (context_.identity != nullptr && context_.identity->enabled())) {
+      return new Refused(grpc::StatusCode::PERMISSION_DENIED,
+                         csds_ ? "CSDS is not served while --xds-client-identity is on"
+                               : "CSDS is turned off (--xds-csds=false)");
+    }
+    return new CsdsCall(context_.proxies, /*streaming=*/!fetch);
+  }
+
   const StreamContext context_;
+  const bool csds_;
 };
 
 // One grpc::Server on the xDS port, and the streams it serves.
@@ -183,7 +206,7 @@ absl::StatusOr<std::unique_ptr<XdsServer::Generation>> XdsServer::StartGeneratio
   StreamContext context = context_;
   context.first_request = &first_request_;
   context.open_streams = &generation->open_streams;
-  generation->service = std::make_unique<Service>(context);
+  generation->service = std::make_unique<Service>(context, options_.csds);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials_->server_credentials(), &generation->port);

@@ -45,6 +45,9 @@ struct XdsServerOptions {
   // and gRPC clients one or two, so this leaves room while keeping one
   // connection from holding thousands of streams.
   int max_streams_per_connection = 100;
+  // Whether ClientStatusDiscoveryService (CSDS) answers on this port. It is
+  // refused anyway while client identities are checked.
+  bool csds = true;
   // How often the listener, the descriptors and the first-request deadlines
   // are checked.
   absl::Duration check_interval = absl::Seconds(1);

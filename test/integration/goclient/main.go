@@ -4,6 +4,7 @@
 //
 //	goclient --target xds:///echo.test [--interval-ms 100] [--deadline-ms 1000] [--count N]
 //	         [--header NAME=VALUE]...
+//	goclient csds --server HOST:PORT ...   (csds.go)
 //
 // One holdfast.test.Echo/Call per interval, each carrying every --header as
 // request metadata (what xDS header matchers see); one line per RPC on stdout:
@@ -46,6 +47,9 @@ func (h *headerFlags) Set(value string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "csds" {
+		os.Exit(runCsds(os.Args[2:]))
+	}
 	target := flag.String("target", "", "xds:///host target")
 	intervalMs := flag.Int("interval-ms", 100, "pause between RPCs")
 	deadlineMs := flag.Int("deadline-ms", 1000, "per-RPC deadline")

@@ -1,4 +1,4 @@
-#include "src/admin/redact.h"
+#include "src/snapshot/redact.h"
 
 #include <memory>
 
