@@ -67,6 +67,7 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                     {"peer", proxy.peer},
                     {"stream", proxy.stream_kind},
                     {"connected_since", Timestamp(proxy.connected_since)},
+                    {"state", ProxySyncName(SyncOf(proxy))},
                     {"types", types}});
   }
   return {{"proxies", list}};

@@ -1,11 +1,25 @@
 // holdfast: an Envoy control plane. Commands are wired here; the work is in
-// src/app/*.cc.
+// src/app/*.cc and src/cli/*.cc.
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "src/app/serve.h"
 #include "src/app/store_commands.h"
 #include "src/app/validate.h"
+#include "src/cli/fleet_commands.h"
 #include "src/common/log.h"
+
+namespace {
+
+// --admin and --admin-token-file of the commands that ask a running replica.
+void AddAdminFlags(CLI::App* command, holdfast::AdminEndpoint* admin) {
+  command->add_option("--admin", admin->url, "The replica's admin endpoint (URL or HOST:PORT)")
+      ->capture_default_str();
+  command->add_option("--admin-token-file", admin->token_file,
+                      "Bearer token for an admin endpoint that requires one (serve's "
+                      "--admin-token-file)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
 #ifdef NDEBUG
@@ -166,6 +180,30 @@ int main(int argc, char** argv) {
   delete_cmd->add_option("kind", del.kind, "Kind, such as VirtualService")->required();
   delete_cmd->add_option("name", del.name, "NAMESPACE/NAME (or NAME in default)")->required();
 
+  holdfast::StatusOptions status;
+  CLI::App* status_cmd = app.add_subcommand(
+      "status",
+      "One screen about a running replica: readiness, leader, store, snapshot, proxies by state, "
+      "objects by status, and what needs attention (exit 1 if anything does, 2 if it cannot be "
+      "asked)");
+  AddAdminFlags(status_cmd, &status.admin);
+  status_cmd->add_option("-o,--output", status.output, "text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  holdfast::ProxiesOptions proxies;
+  CLI::App* proxies_cmd = app.add_subcommand(
+      "proxies",
+      "The proxies connected to a running replica, NACKing and pending first; with "
+      "NODE, that proxy in detail");
+  AddAdminFlags(proxies_cmd, &proxies.admin);
+  proxies_cmd->add_option("node", proxies.filter.node, "One node id");
+  proxies_cmd->add_flag("--nacking", proxies.filter.nacking,
+                        "Only proxies whose latest reply of some type is a NACK");
+  proxies_cmd->add_flag("--stale", proxies.filter.stale,
+                        "Only proxies not synced (a response awaits its ACK, or was NACKed)");
+  proxies_cmd->add_option("-o,--output", proxies.output, "text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (log_format == "json") holdfast::SetLogFormat(holdfast::LogFormat::kJson);
@@ -174,5 +212,7 @@ int main(int argc, char** argv) {
   if (apply_cmd->parsed()) return holdfast::RunApply(apply);
   if (get_cmd->parsed()) return holdfast::RunGet(get);
   if (delete_cmd->parsed()) return holdfast::RunDelete(del);
+  if (status_cmd->parsed()) return holdfast::RunStatus(status);
+  if (proxies_cmd->parsed()) return holdfast::RunProxies(proxies);
   return 0;
 }
