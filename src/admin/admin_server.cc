@@ -5,6 +5,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "src/admin/listen_socket.h"
 #include "src/snapshot/redact.h"
+#include "src/xds/client_status.h"
 
 namespace holdfast {
 namespace {
@@ -15,14 +16,11 @@ std::string Timestamp(absl::Time t) {
 }
 
 // Every message shown goes through here, so no page prints a secret.
-nlohmann::json MessageToJson(const google::protobuf::Message& message) {
-  std::unique_ptr<google::protobuf::Message> redacted(message.New());
-  redacted->CopyFrom(message);
-  RedactSecrets(*redacted);
+nlohmann::json PlainMessageJson(const google::protobuf::Message& message) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(*redacted, &json, options).ok()) return nullptr;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return nullptr;
   return nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
 }
 
@@ -36,6 +34,22 @@ HttpResponse Json(const nlohmann::json& body) {
 }
 
 }  // namespace
+
+nlohmann::json RedactedMessageJson(const google::protobuf::Message& message) {
+  std::unique_ptr<google::protobuf::Message> redacted(message.New());
+  redacted->CopyFrom(message);
+  RedactSecrets(*redacted);
+  return PlainMessageJson(*redacted);
+}
+
+nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const std::string& node) {
+  envoy::service::status::v3::ClientStatusRequest request;
+  if (!node.empty()) request.add_node_matchers()->mutable_node_id()->set_exact(node);
+  absl::StatusOr<envoy::service::status::v3::ClientStatusResponse> answer =
+      AnswerClientStatus(request, proxies);
+  if (!answer.ok()) return {{"error", std::string(answer.status().message())}};
+  return PlainMessageJson(*answer);  // AnswerClientStatus redacts the contents
+}
 
 nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
   nlohmann::json list = nlohmann::json::array();
@@ -91,7 +105,7 @@ nlohmann::json ResourcesToJson(const Snapshot& snapshot) {
   for (const std::string& type_url : snapshot.TypeUrls()) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, resource] : snapshot.Resources(type_url)) {
-      list.push_back(resource->message() != nullptr ? MessageToJson(*resource->message())
+      list.push_back(resource->message() != nullptr ? RedactedMessageJson(*resource->message())
                                                     : nlohmann::json(name));
     }
     types[type_url] = list;
@@ -129,7 +143,7 @@ nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources) 
       for (const auto& [name, resource] : snapshot.Resources(type_url)) {
         nlohmann::json entry = {{"name", name}, {"version", resource->version()}};
         if (with_resources && resource->message() != nullptr) {
-          entry["resource"] = MessageToJson(*resource->message());
+          entry["resource"] = RedactedMessageJson(*resource->message());
         }
         resources.push_back(std::move(entry));
       }
@@ -222,6 +236,11 @@ void AdminServer::Route() {
     nlohmann::json page = ProxiesToJson(sources_.proxies->List());
     page["identity_refusals"] = RefusalsToJson(sources_.proxies->Refusals());
     return Json(page);
+  };
+  routes_["/debug/client_status"] = [this](const HttpRequest& request) {
+    auto node = request.query.find("node");
+    return Json(ClientStatusToJson(sources_.proxies->List(),
+                                   node == request.query.end() ? "" : node->second));
   };
   routes_["/debug/status"] = [this](const HttpRequest&) {
     return Json(sources_.status ? sources_.status() : nlohmann::json::object());

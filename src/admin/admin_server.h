@@ -72,5 +72,10 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies);
 nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources);
 nlohmann::json ResourcesToJson(const Snapshot& snapshot);
 nlohmann::json StatusesToJson(const StatusMap& statuses);
+// A message as JSON (proto field names), its secrets redacted; null if it
+// cannot be printed.
+nlohmann::json RedactedMessageJson(const google::protobuf::Message& message);
+// A CSDS answer about the proxies whose node id is `node` (all when empty).
+nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const std::string& node);
 
 }  // namespace holdfast

@@ -2,6 +2,7 @@
 // src/app/*.cc and src/cli/*.cc.
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "src/app/diff_command.h"
 #include "src/app/serve.h"
 #include "src/app/store_commands.h"
 #include "src/app/validate.h"
@@ -204,6 +205,31 @@ int main(int argc, char** argv) {
   proxies_cmd->add_option("-o,--output", proxies.output, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 
+  holdfast::DumpOptions dump;
+  CLI::App* dump_cmd = app.add_subcommand(
+      "dump",
+      "The Envoy resources a proxy was sent (--node) or a group's snapshot, secrets "
+      "redacted");
+  AddAdminFlags(dump_cmd, &dump.admin);
+  dump_cmd->add_option("--node", dump.node, "The proxy's node id");
+  dump_cmd->add_option("--group", dump.group, "Without --node: this node group's snapshot")
+      ->capture_default_str();
+  dump_cmd->add_option("--type", dump.type,
+                       "Only listener, route, cluster, endpoint or secret (or a type URL)");
+  dump_cmd->add_option("-o,--output", dump.output, "yaml (default) or json")
+      ->check(CLI::IsMember({"yaml", "json"}));
+
+  holdfast::DiffOptions diff;
+  CLI::App* diff_cmd = app.add_subcommand(
+      "diff",
+      "What serving these gateway objects would change in a running replica's resources "
+      "(exit 1 if anything)");
+  AddAdminFlags(diff_cmd, &diff.admin);
+  diff_cmd->add_option("paths", diff.paths, "Files or directories: the whole configuration")
+      ->required()
+      ->check(CLI::ExistingPath);
+  diff_cmd->add_option("--group", diff.group, "The node group to compare")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (log_format == "json") holdfast::SetLogFormat(holdfast::LogFormat::kJson);
@@ -214,5 +240,7 @@ int main(int argc, char** argv) {
   if (delete_cmd->parsed()) return holdfast::RunDelete(del);
   if (status_cmd->parsed()) return holdfast::RunStatus(status);
   if (proxies_cmd->parsed()) return holdfast::RunProxies(proxies);
+  if (dump_cmd->parsed()) return holdfast::RunDump(dump);
+  if (diff_cmd->parsed()) return holdfast::RunDiff(diff);
   return 0;
 }

@@ -1,9 +1,11 @@
 #include "src/cli/fleet_commands.h"
 
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
+#include "src/cli/json_yaml.h"
 
 namespace holdfast {
 namespace {
@@ -76,6 +78,88 @@ int RunProxies(const ProxiesOptions& options) {
   if (!options.filter.node.empty() && proxies.empty()) {
     std::fprintf(stderr, "holdfast: node %s is not connected to %s\n", options.filter.node.c_str(),
                  client->url().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+// "cluster" -> the Cluster type URL; a type URL stays as it is.
+std::string TypeUrlOf(const std::string& type) {
+  static const std::map<std::string, std::string> kTypes = {
+      {"listener", "type.googleapis.com/envoy.config.listener.v3.Listener"},
+      {"route", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"},
+      {"cluster", "type.googleapis.com/envoy.config.cluster.v3.Cluster"},
+      {"endpoint", "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"},
+      {"secret", "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"}};
+  auto it = kTypes.find(type);
+  return it == kTypes.end() ? type : it->second;
+}
+
+// The resources a CSDS answer says its one node was sent.
+std::vector<nlohmann::json> SentResources(const nlohmann::json& answer,
+                                          const std::string& type_url) {
+  std::vector<nlohmann::json> out;
+  if (!answer.contains("config")) return out;
+  for (const nlohmann::json& config : answer["config"]) {
+    for (const nlohmann::json& entry :
+         config.value("generic_xds_configs", nlohmann::json::array())) {
+      if (!entry.contains("xds_config")) continue;
+      if (!type_url.empty() && entry.value("type_url", "") != type_url) continue;
+      out.push_back(entry["xds_config"]);
+    }
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> GroupResources(const nlohmann::json& page, const std::string& group,
+                                           const std::string& type_url) {
+  std::vector<nlohmann::json> out;
+  if (!page.contains("groups") || !page["groups"].contains(group)) return out;
+  for (const auto& [type, entry] : page["groups"][group]["types"].items()) {
+    if (!type_url.empty() && type != type_url) continue;
+    for (const nlohmann::json& resource : entry.value("resources", nlohmann::json::array())) {
+      if (!resource.contains("resource") || resource["resource"].is_null()) continue;
+      nlohmann::json shown = {{"@type", type}};
+      shown.update(resource["resource"]);
+      out.push_back(std::move(shown));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunDump(const DumpOptions& options) {
+  absl::StatusOr<AdminClient> client = AdminClient::Create(options.admin);
+  if (!client.ok()) return Fail(client.status());
+  const std::string type_url = options.type.empty() ? "" : TypeUrlOf(options.type);
+  std::vector<nlohmann::json> resources;
+  if (!options.node.empty()) {
+    absl::StatusOr<nlohmann::json> answer =
+        client->GetJson("/debug/client_status?node=" + UrlQueryEscape(options.node));
+    if (!answer.ok()) return Fail(answer.status());
+    if (!answer->contains("config") || (*answer)["config"].empty()) {
+      std::fprintf(stderr, "holdfast: node %s is not connected to %s\n", options.node.c_str(),
+                   client->url().c_str());
+      return 1;
+    }
+    resources = SentResources(*answer, type_url);
+  } else {
+    absl::StatusOr<nlohmann::json> page = client->GetJson("/debug/snapshot");
+    if (!page.ok()) return Fail(page.status());
+    resources = GroupResources(*page, options.group, type_url);
+  }
+  if (options.output == "json") {
+    std::printf("%s\n", nlohmann::json(resources).dump(2).c_str());
+  } else {
+    for (const nlohmann::json& resource : resources) {
+      std::printf("---\n%s\n", JsonToYaml(resource).c_str());
+    }
+  }
+  if (resources.empty()) {
+    std::fprintf(stderr, "holdfast: no resources match\n");
     return 1;
   }
   return 0;

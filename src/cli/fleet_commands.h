@@ -28,4 +28,19 @@ struct ProxiesOptions {
 // not connected to this replica, 2 when the replica cannot be asked.
 int RunProxies(const ProxiesOptions& options);
 
+struct DumpOptions {
+  AdminEndpoint admin;
+  std::string node;               // the resources this proxy was sent (CSDS)
+  std::string group = "default";  // without node: this group's snapshot
+  std::string type;               // listener|route|cluster|endpoint|secret, or a type URL
+  std::string output = "yaml";    // or "json"
+};
+
+// `holdfast dump`: the Envoy resources a proxy was sent (--node, from
+// /debug/client_status), or a group's current snapshot (from
+// /debug/snapshot), secrets redacted, as YAML documents or a JSON list.
+// Exit code 1 when the node is not connected or nothing matches, 2 when
+// the replica cannot be asked.
+int RunDump(const DumpOptions& options);
+
 }  // namespace holdfast

@@ -13,7 +13,7 @@ endpoint: the one screen an operator reads at 3 a.m., and its exit code.
 import json
 import subprocess
 
-from hf_gateway import route, upstream, virtual_service
+from hf_gateway import route, to_yaml, upstream, virtual_service
 from hf_wait import wait_for
 from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT, Binaries
 
@@ -99,3 +99,67 @@ def test_status_needs_the_token_an_admin_endpoint_requires(world, tmp_path):
     assert ok.returncode == 0, (ok.stdout, ok.stderr)
     unreachable = holdfast_cli("status", "--admin", "127.0.0.1:1")
     assert unreachable.returncode == 2 and "127.0.0.1:1" in unreachable.stderr, unreachable.stderr
+
+
+def test_dump_shows_what_a_proxy_was_sent(world):
+    holdfast = world.start_holdfast()
+    client = world.client("cpp")
+    client.wait_serving("alpha", timeout=START_TIMEOUT)
+    admin = admin_url(holdfast)
+    sent = wait_for(lambda: json.loads(holdfast_cli("dump", "--admin", admin, "--node",
+                                                    client.node_id, "-o", "json").stdout or "[]"),
+                    lambda resources: len(resources) == 4, timeout=CONVERGE_TIMEOUT,
+                    what="the four resources the client was sent")
+    types = sorted(r["@type"].rsplit(".", 1)[1] for r in sent)
+    assert types == ["Cluster", "ClusterLoadAssignment", "Listener", "RouteConfiguration"], types
+    clusters = holdfast_cli("dump", "--admin", admin, "--node", client.node_id, "--type", "cluster")
+    assert clusters.returncode == 0 and clusters.stdout.count("---\n") == 1, clusters.stdout
+    assert '"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster"' in clusters.stdout
+    group = holdfast_cli("dump", "--admin", admin, "--type", "listener", "-o", "json")
+    assert [r["name"] for r in json.loads(group.stdout)] == [sent_listener(sent)], group.stdout
+    nobody = holdfast_cli("dump", "--admin", admin, "--node", "nobody")
+    assert nobody.returncode == 1 and "not connected" in nobody.stderr, nobody.stderr
+
+
+def sent_listener(resources) -> str:
+    [name] = [r["name"] for r in resources if r["@type"].endswith(".Listener")]
+    return name
+
+
+def test_diff_shows_what_a_change_would_do_before_it_is_made(gateway_world, tmp_path):
+    w = gateway_world
+    w.config.write("upstreams.yaml", upstream("alpha", w.alpha.port))
+    w.config.write("echo.yaml", virtual_service("echo", [route({"prefix": "/"}, upstream="alpha")]))
+    holdfast = w.start_holdfast()
+    admin = admin_url(holdfast)
+    same = wait_for(lambda: holdfast_cli("diff", "--admin", admin, w.config.path),
+                    lambda r: r.returncode == 0, timeout=CONVERGE_TIMEOUT,
+                    what="no difference against what is served")
+    assert "0 added, 0 changed, 0 removed" in same.stdout, same.stdout
+
+    proposed = tmp_path / "proposed"
+    proposed.mkdir()
+    (proposed / "upstreams.yaml").write_text(
+        (w.config.path / "upstreams.yaml").read_text().replace(str(w.alpha.port),
+                                                                str(w.beta.port)))
+    (proposed / "echo.yaml").write_text((w.config.path / "echo.yaml").read_text())
+    served_before = holdfast_cli("dump", "--admin", admin, "-o", "json").stdout
+    r = holdfast_cli("diff", "--admin", admin, proposed)
+    print(r.stdout)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "~ EDS test/alpha" in r.stdout, r.stdout
+    diff_lines = [line.strip() for line in r.stdout.splitlines()]
+    assert f'- "port_value": {w.alpha.port}'.replace(" ", "") in \
+        [line.replace(" ", "") for line in diff_lines], r.stdout
+    assert f'+ "port_value": {w.beta.port}'.replace(" ", "") in \
+        [line.replace(" ", "") for line in diff_lines], r.stdout
+    assert "0 added, 1 changed, 0 removed" in r.stdout, r.stdout
+    # Nothing was written or served differently.
+    assert holdfast_cli("dump", "--admin", admin, "-o", "json").stdout == served_before
+
+    # A proposal with a Rejected object: said on stderr, its resources gone.
+    (proposed / "echo.yaml").write_text(
+        to_yaml(virtual_service("echo", [route({"regex": "(broken"}, upstream="alpha")])))
+    r = holdfast_cli("diff", "--admin", admin, proposed)
+    assert r.returncode == 1 and "would be Rejected" in r.stderr, (r.stdout, r.stderr)
+    assert "spec.routes[0].match.regex" in r.stderr, r.stderr
