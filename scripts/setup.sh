@@ -24,6 +24,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   nodejs npm golang-go
   iproute2 iptables procps openssl
+  chromium fonts-dejavu-core
   etcd-server etcd-client
 )
 

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "src/admin/listen_socket.h"
+#include "src/admin/status_page.h"
 #include "src/snapshot/redact.h"
 #include "src/xds/client_status.h"
 
@@ -11,7 +12,7 @@ namespace holdfast {
 namespace {
 
 std::string Timestamp(absl::Time t) {
-  if (t == absl::InfinitePast()) return "";
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return "";
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
 
@@ -49,6 +50,56 @@ nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const s
       AnswerClientStatus(request, proxies);
   if (!answer.ok()) return {{"error", std::string(answer.status().message())}};
   return PlainMessageJson(*answer);  // AnswerClientStatus redacts the contents
+}
+
+nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit) {
+  nlohmann::json by_group = nlohmann::json::object();
+  std::vector<std::pair<int, const ProxyView*>> troubled;  // (rank, proxy)
+  for (const ProxyView& proxy : proxies) {
+    const ProxySync sync = SyncOf(proxy);
+    nlohmann::json& counts = by_group[proxy.group.empty() ? "(none yet)" : proxy.group];
+    if (counts.is_null()) counts = {{"synced", 0}, {"pending", 0}, {"nacking", 0}};
+    const std::string state(ProxySyncName(sync));
+    counts[state] = counts[state].get<int>() + 1;
+    if (sync != ProxySync::kSynced)
+      troubled.push_back({sync == ProxySync::kNacking ? 0 : 1, &proxy});
+  }
+  std::stable_sort(troubled.begin(), troubled.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second->node_id) < std::tie(b.first, b.second->node_id);
+  });
+  nlohmann::json listed = nlohmann::json::array();
+  for (size_t i = 0; i < troubled.size() && i < limit; ++i) {
+    const ProxyView& proxy = *troubled[i].second;
+    nlohmann::json types = nlohmann::json::array();
+    absl::Time since = absl::InfiniteFuture();
+    for (const auto& [type_url, progress] : proxy.types) {
+      if (progress.nack.has_value()) {
+        types.push_back({{"type_url", type_url},
+                         {"state", "nacking"},
+                         {"version", progress.nack->version},
+                         {"error", progress.nack->error},
+                         {"since", Timestamp(progress.nack->at)}});
+        since = std::min(since, progress.nack->at);
+      } else if (progress.acked_version != progress.last_sent_version) {
+        types.push_back({{"type_url", type_url},
+                         {"state", "pending"},
+                         {"version", progress.last_sent_version},
+                         {"since", Timestamp(progress.sent_at)}});
+        since = std::min(since, progress.sent_at);
+      }
+    }
+    listed.push_back({{"node_id", proxy.node_id},
+                      {"group", proxy.group},
+                      {"state", ProxySyncName(SyncOf(proxy))},
+                      {"stream", proxy.stream_kind},
+                      {"peer", proxy.peer},
+                      {"since", Timestamp(since)},
+                      {"types", types}});
+  }
+  return {{"total", proxies.size()},
+          {"by_group", by_group},
+          {"troubled_total", troubled.size()},
+          {"troubled", listed}};
 }
 
 nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
@@ -204,6 +255,9 @@ HttpResponse AdminServer::Handle(const HttpRequest& request) {
   // credentials. Without credentials /readyz says ready or not, not why.
   if (request.path == "/healthz") return HttpResponse::Text(200, "ok\n");
   if (request.path == "/readyz") return Readyz(/*detail=*/authenticated);
+  // The page is code, not data: it asks for the data (with a token when one
+  // is required) from the browser.
+  if (request.path == "/") return StatusPage();
   if (!authenticated) {
     HttpResponse response = HttpResponse::Text(401, "a bearer token is required\n");
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"holdfast admin\"");
@@ -236,6 +290,13 @@ void AdminServer::Route() {
     nlohmann::json page = ProxiesToJson(sources_.proxies->List());
     page["identity_refusals"] = RefusalsToJson(sources_.proxies->Refusals());
     return Json(page);
+  };
+  routes_["/debug/fleet"] = [this](const HttpRequest& request) {
+    size_t limit = 100;
+    if (auto it = request.query.find("limit"); it != request.query.end()) {
+      if (!absl::SimpleAtoi(it->second, &limit)) limit = 100;
+    }
+    return Json(FleetToJson(sources_.proxies->List(), std::min<size_t>(limit, 10'000)));
   };
   routes_["/debug/client_status"] = [this](const HttpRequest& request) {
     auto node = request.query.find("node");

@@ -69,6 +69,10 @@ class AdminServer {
 
 // JSON renderings, shared with the CLI and tests.
 nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies);
+// Proxies summarised for a fleet of any size: counts by group and state,
+// and the first `limit` proxies not synced (NACKing first), each with the
+// types that are not and since when.
+nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit);
 nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources);
 nlohmann::json ResourcesToJson(const Snapshot& snapshot);
 nlohmann::json StatusesToJson(const StatusMap& statuses);

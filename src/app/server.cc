@@ -63,7 +63,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServeOptions& option
 }
 
 Server::Server(const ServeOptions& options)
-    : options_(options), clock_(Clock::Real()), random_(Random::Real()), stats_(&metrics_) {}
+    : options_(options),
+      clock_(Clock::Real()),
+      random_(Random::Real()),
+      started_(clock_.Now()),
+      stats_(&metrics_) {}
 
 absl::Status Server::ParseGrouping() {
   absl::StatusOr<NodeGrouper> grouper =
@@ -144,6 +148,9 @@ absl::Status Server::StartParts() {
   LogInfo("admin server listening on port %d (%s)", admin_->port(), options_.admin_listen);
 
   if (absl::Status webhook = StartWebhook(); !webhook.ok()) return webhook;
+  event_watch_ =
+      std::make_unique<ReplicaEventWatch>(&events_, clock_, [this] { return Observe(); });
+  event_watch_->Start();
 
   // After a publication or a stream coming or going, once quiet for 1 s
   // (every 30 s under constant change).
@@ -174,7 +181,12 @@ absl::Status Server::StartWebhook() {
 
 AdminSources Server::MakeAdminSources() {
   std::map<std::string, std::function<nlohmann::json()>> pages = source_->Pages();
+  if (auto leader = pages.find("/debug/leader"); leader != pages.end()) {
+    leader_page_ = leader->second;
+  }
   pages["/debug/tls"] = [this] { return TlsStateJson(xds_->TlsState()); };
+  pages["/debug/events"] = [this] { return events_.ToJson(); };
+  pages["/debug/replica"] = [this] { return ReplicaJson(); };
   if (const ConfigSource* config = source_->config_source(); config != nullptr) {
     pages["/debug/store"] = [this, config] {
       return StoreJson(config->health(), last_good_->state(), clock_);
@@ -198,9 +210,44 @@ AdminSources Server::MakeAdminSources() {
   };
 }
 
+nlohmann::json Server::ReplicaJson() const {
+  const char* source = options_.etcd.enabled()     ? "etcd"
+                       : options_.kube.enabled()   ? "kubernetes"
+                       : !options_.xds_dir.empty() ? "xds-directory"
+                                                   : "directory";
+  return {{"version", HOLDFAST_VERSION},
+          {"started", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", started_, absl::UTCTimeZone())},
+          {"uptime_seconds", absl::ToDoubleSeconds(clock_.Now() - started_)},
+          {"source", source},
+          {"control_plane_id", options_.control_plane_id},
+          {"xds_port", xds_->port()}};
+}
+
+ReplicaObservation Server::Observe() const {
+  ReplicaObservation now;
+  for (const auto& [group, published] : cache_.All()) {
+    if (published.snapshot == nullptr) continue;
+    now.groups[group] = {published.sequence, published.snapshot->version(),
+                         published.snapshot->size(), published.snapshot->created()};
+  }
+  if (leader_page_) {
+    nlohmann::json leader = leader_page_();
+    now.leadership = ReplicaObservation::Leadership{leader.value("is_leader", false),
+                                                    leader.value("leader", std::string()),
+                                                    leader.value("term", int64_t{0})};
+  }
+  if (const ConfigSource* config = source_->config_source(); config != nullptr) {
+    SourceHealth health = config->health();
+    now.store = ReplicaObservation::Store{health.connected, health.last_error, health.access_error};
+  }
+  now.serving_persisted = last_good_->state().serving_persisted;
+  return now;
+}
+
 void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (event_watch_) event_watch_->Stop();
   if (trimmer_) trimmer_->Stop();
   if (webhook_) webhook_->Stop();
   if (admin_) admin_->Stop();

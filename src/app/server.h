@@ -5,7 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "src/admin/admin_server.h"
+#include "src/admin/event_log.h"
 #include "src/admission/webhook_server.h"
+#include "src/app/replica_events.h"
 #include "src/app/serve.h"
 #include "src/app/serving_source.h"
 #include "src/common/memory_trim.h"
@@ -42,17 +44,23 @@ class Server {
   absl::Status ParseGrouping();
   absl::Status StartWebhook();
   AdminSources MakeAdminSources();
+  // What /debug/replica shows: version, uptime, source, identifiers.
+  nlohmann::json ReplicaJson() const;
+  // What the event log compares, once a second.
+  ReplicaObservation Observe() const;
 
   const ServeOptions options_;
   const Clock& clock_;
   Random& random_;  // jitters the elector's and the status writer's retries
+  const absl::Time started_;
   MetricsRegistry metrics_;
+  EventLog events_{clock_};
   SnapshotCache cache_;
   ProxyRegistry proxies_;
   XdsStats stats_;
   EncodedBodyCache bodies_;
   ViewCache views_;
-  std::optional<NodeGrouper> grouper_;  // set first thing in StartParts
+  std::optional<NodeGrouper> grouper_;            // set first thing in StartParts
   std::optional<ClientIdentityPolicy> identity_;  // likewise
   std::unique_ptr<LastKnownGood> last_good_;
   std::unique_ptr<ServingSource> source_;
@@ -61,6 +69,8 @@ class Server {
   std::unique_ptr<AdminServer> admin_;
   std::unique_ptr<WebhookServer> webhook_;  // only with --webhook-listen
   std::unique_ptr<MemoryTrimmer> trimmer_;
+  std::function<nlohmann::json()> leader_page_;  // /debug/leader, with an election
+  std::unique_ptr<ReplicaEventWatch> event_watch_;
   bool stopped_ = false;
 };
 

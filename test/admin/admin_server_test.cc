@@ -9,6 +9,7 @@
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "gtest/gtest.h"
+#include "src/admin/event_log.h"
 #include "test/admin/http_test_client.h"
 
 namespace holdfast {
@@ -51,14 +52,8 @@ class AdminServerTest : public testing::Test {
         .cache = &cache_,
         .proxies = &proxies_,
         .clock = &clock_,
-        .readiness =
-            [] {
-              return Readiness{true, "serving snapshot v1"};
-            },
-        .status =
-            [] {
-              return nlohmann::json{{"objects", nlohmann::json::array()}};
-            },
+        .readiness = [] { return Readiness{true, "serving snapshot v1"}; },
+        .status = [] { return nlohmann::json{{"objects", nlohmann::json::array()}}; },
     };
   }
 
@@ -102,15 +97,21 @@ TEST_F(AdminServerTest, WithATokenOnlyProbesAnswerWithoutIt) {
   EXPECT_EQ(Fetch(port, "/healthz"), std::make_pair(200, std::string("ok\n")));
   // Ready or not, but not why, to someone without the token.
   EXPECT_EQ(Fetch(port, "/readyz"), std::make_pair(200, std::string("ready\n")));
-  for (const char* path :
-       {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status", "/no-such-page"}) {
+  // The status page is code without data: it answers, its data does not.
+  auto [page_status, page] = Fetch(port, "/");
+  EXPECT_EQ(page_status, 200);
+  EXPECT_NE(page.find("<title>holdfast</title>"), std::string::npos);
+  EXPECT_EQ(page.find("SECRETKEY"), std::string::npos);
+  for (const char* path : {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status",
+                           "/debug/fleet", "/debug/client_status", "/no-such-page"}) {
     EXPECT_EQ(Fetch(port, path).first, 401) << path;
     EXPECT_EQ(Fetch(port, path, "Authorization: Bearer wrong\r\n").first, 401) << path;
   }
   std::string bearer = std::string("Authorization: Bearer ") + kToken + "\r\n";
   EXPECT_EQ(Fetch(port, "/readyz", bearer),
             std::make_pair(200, std::string("ready: serving snapshot v1\n")));
-  for (const char* path : {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status"}) {
+  for (const char* path : {"/metrics", "/debug/snapshot", "/debug/proxies", "/debug/status",
+                           "/debug/fleet", "/debug/client_status"}) {
     EXPECT_EQ(Fetch(port, path, bearer).first, 200) << path;
   }
   EXPECT_EQ(Fetch(port, "/no-such-page", bearer).first, 404);
@@ -172,6 +173,52 @@ TEST_F(AdminServerTest, ReportsConnectionLimitsInMetrics) {
             std::string::npos)
       << body;
   EXPECT_NE(body.find("holdfast_admin_connections "), std::string::npos) << body;
+}
+
+TEST(FleetToJsonTest, CountsByGroupAndStateAndListsTroubleFirstWithinALimit) {
+  std::vector<ProxyView> proxies;
+  auto add = [&](const std::string& node, const std::string& group, const std::string& sent,
+                 const std::string& acked, bool nack) {
+    ProxyView view;
+    view.node_id = node;
+    view.group = group;
+    TypeProgress& cds = view.types["type.googleapis.com/envoy.config.cluster.v3.Cluster"];
+    cds.last_sent_version = sent;
+    cds.acked_version = acked;
+    cds.sent_at = absl::FromUnixSeconds(100);
+    if (nack)
+      cds.nack = NackRecord{.version = sent, .error = "bad", .at = absl::FromUnixSeconds(50)};
+    proxies.push_back(view);
+  };
+  add("ok", "a", "v1", "v1", false);
+  add("waiting", "a", "v2", "v1", false);
+  add("rejecting-2", "b", "v2", "v1", true);
+  add("rejecting-1", "b", "v2", "v1", true);
+  nlohmann::json fleet = FleetToJson(proxies, 2);
+  EXPECT_EQ(fleet["total"], 4);
+  EXPECT_EQ(fleet["by_group"]["a"],
+            (nlohmann::json{{"synced", 1}, {"pending", 1}, {"nacking", 0}}));
+  EXPECT_EQ(fleet["by_group"]["b"]["nacking"], 2);
+  EXPECT_EQ(fleet["troubled_total"], 3);
+  ASSERT_EQ(fleet["troubled"].size(), 2u) << "the limit";
+  EXPECT_EQ(fleet["troubled"][0]["node_id"], "rejecting-1");
+  EXPECT_EQ(fleet["troubled"][1]["node_id"], "rejecting-2");
+  EXPECT_EQ(fleet["troubled"][0]["types"][0]["error"], "bad");
+  EXPECT_EQ(fleet["troubled"][0]["since"], "1970-01-01T00:00:50.000Z");
+}
+
+TEST(EventLogTest, KeepsTheNewestFirstAndForgetsTheOldest) {
+  SimulatedClock clock;
+  EventLog log(clock, /*capacity=*/3);
+  for (int i = 0; i < 5; ++i) {
+    log.Record("store", "event " + std::to_string(i));
+    clock.Advance(absl::Seconds(1));
+  }
+  std::vector<EventLog::Event> recent = log.Recent();
+  ASSERT_EQ(recent.size(), 3u);
+  EXPECT_EQ(recent[0].message, "event 4");
+  EXPECT_EQ(recent[2].message, "event 2");
+  EXPECT_EQ(log.ToJson()[0]["kind"], "store");
 }
 
 }  // namespace
