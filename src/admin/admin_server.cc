@@ -48,7 +48,7 @@ nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const s
   if (!node.empty()) request.add_node_matchers()->mutable_node_id()->set_exact(node);
   absl::StatusOr<envoy::service::status::v3::ClientStatusResponse> answer =
       AnswerClientStatus(request, proxies);
-  if (!answer.ok()) return {{"error", std::string(answer.status().message())}};
+  if (!answer.ok()) return {{"error", std::string(answer.status().message())}};  // too large
   return PlainMessageJson(*answer);  // AnswerClientStatus redacts the contents
 }
 

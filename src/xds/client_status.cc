@@ -70,7 +70,11 @@ class Contents {
     google::protobuf::Any* out = field();
     out->set_type_url(resource.type_url());
     out->set_value(*it->second);
+    bytes_ += resource.type_url().size() + it->second->size();
   }
+  // Roughly what the answer's entries take so far.
+  void Count(size_t bytes) { bytes_ += bytes; }
+  size_t bytes() const { return bytes_; }
 
  private:
   static std::optional<std::string> Shown(const Resource& resource) {
@@ -83,6 +87,7 @@ class Contents {
   }
 
   const bool exclude_;
+  size_t bytes_ = 0;
   absl::flat_hash_map<const Resource*, std::optional<std::string>> shown_;
 };
 
@@ -132,6 +137,7 @@ class ConfigWriter {
   GenericXdsConfig* Add(const std::string& type, const std::string& name, const Resource* holds,
                         ConfigStatus status, ClientResourceStatus client_status, absl::Time at) {
     GenericXdsConfig* entry = config_->add_generic_xds_configs();
+    contents_->Count(type.size() + name.size() + 48);
     entry->set_type_url(type);
     entry->set_name(name);
     entry->set_config_status(status);
@@ -158,7 +164,8 @@ bool Selected(const std::vector<NodeMatcher>& matchers, const ProxyView& proxy) 
 }  // namespace
 
 absl::StatusOr<ClientStatusResponse> AnswerClientStatus(const ClientStatusRequest& request,
-                                                        const std::vector<ProxyView>& proxies) {
+                                                        const std::vector<ProxyView>& proxies,
+                                                        size_t max_bytes) {
   std::vector<NodeMatcher> matchers;
   for (int i = 0; i < request.node_matchers_size(); ++i) {
     absl::StatusOr<NodeMatcher> matcher =
@@ -183,6 +190,12 @@ absl::StatusOr<ClientStatusResponse> AnswerClientStatus(const ClientStatusReques
       for (const auto& [type, progress] : stream->types) writer.AddType(type, progress);
     }
     if (!config->has_node()) config->mutable_node()->set_id(node_id);
+    if (contents.bytes() > max_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the answer about ", nodes.size(), " nodes would exceed ", max_bytes >> 20,
+          " MiB; ask about fewer with node_matchers",
+          request.exclude_resource_contents() ? "" : ", or set exclude_resource_contents"));
+    }
   }
   return response;
 }

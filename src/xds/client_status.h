@@ -27,9 +27,13 @@ namespace holdfast {
 // without contents. exclude_resource_contents leaves all contents out.
 //
 // Errors: INVALID_ARGUMENT for a node matcher that cannot be compiled,
-// naming its field.
+// naming its field; RESOURCE_EXHAUSTED when the answer would take more
+// than about `max_bytes` (a whole large fleet with every resource: about
+// 19 KB per proxy holding a 102-resource gateway), so that one request
+// cannot make the replica build hundreds of megabytes.
+inline constexpr size_t kMaxClientStatusBytes = 64 << 20;
 absl::StatusOr<envoy::service::status::v3::ClientStatusResponse> AnswerClientStatus(
     const envoy::service::status::v3::ClientStatusRequest& request,
-    const std::vector<ProxyView>& proxies);
+    const std::vector<ProxyView>& proxies, size_t max_bytes = kMaxClientStatusBytes);
 
 }  // namespace holdfast

@@ -11,7 +11,8 @@ namespace holdfast {
 // StreamClientStatus answers each request until the client half-closes.
 // Answers come from AnswerClientStatus over the proxies connected now; a
 // request that cannot be parsed or whose node matchers are invalid ends the
-// call with INVALID_ARGUMENT. Deletes itself when done.
+// call with INVALID_ARGUMENT, one whose answer would be too large with
+// RESOURCE_EXHAUSTED. Deletes itself when done.
 class CsdsCall : public grpc::ServerGenericBidiReactor {
  public:
   static constexpr absl::string_view kFetchMethod =

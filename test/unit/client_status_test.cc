@@ -228,5 +228,22 @@ TEST_F(ClientStatusTest, NodeMatchersSelectByIdAndMetadataAndStreamsOfANodeAreOn
       << refused.status();
 }
 
+TEST_F(ClientStatusTest, AnAnswerTooLargeIsRefusedWithAWayOut) {
+  ProxyState proxy(1, "ads-sotw", "peer", absl::UnixEpoch());
+  proxy.SetNode(NodeOf("envoy-1"), "default");
+  SotwSession session("", clock_, &proxy, &stats_, &views_);
+  session.OnSnapshot(
+      Build({EdsCluster("a"), Endpoints("a", 80), EdsCluster("b"), Endpoints("b", 80)}));
+  ASSERT_TRUE(session.OnRequest(Sotw(type_url::kCluster)).ok());
+  ASSERT_TRUE(session.NextResponse().has_value());
+  std::vector<ProxyView> fleet(50, proxy.View());
+  for (size_t i = 0; i < fleet.size(); ++i) fleet[i].node_id = "envoy-" + std::to_string(i);
+  absl::StatusOr<ClientStatusResponse> big = AnswerClientStatus({}, fleet, /*max_bytes=*/2000);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(big.status().message(), "node_matchers")) << big.status();
+  EXPECT_TRUE(AnswerClientStatus({}, fleet).ok()) << "within the default bound";
+}
+
 }  // namespace
 }  // namespace holdfast
