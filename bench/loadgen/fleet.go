@@ -462,15 +462,17 @@ func subNames(l *nameList) []string {
 
 var hashSeed = maphash.MakeSeed()
 
-// contentHash identifies a response's resources by their bytes.
+// contentHash identifies a response's resources by their bytes, whatever
+// their order: go-control-plane sends a type's resources in map order,
+// which differs between responses of the same content, and a hash that
+// depended on it would have the fleet decode every peer response afresh
+// (work holdfast's sorted responses were spared).
 func contentHash(values [][]byte) uint64 {
-	var h maphash.Hash
-	h.SetSeed(hashSeed)
+	var sum uint64
 	for _, v := range values {
-		_, _ = h.Write(v)
-		_ = h.WriteByte(0)
+		sum += maphash.Bytes(hashSeed, v)
 	}
-	return h.Sum64()
+	return sum
 }
 
 func (p *proxy) onSotw(b []byte, recv time.Time) error {

@@ -134,7 +134,7 @@ func suite(args []string) {
 		return nil
 	})
 	xdsRoot := fs.String("xds-root", "/dev/shm", "parent of holdfast's config directories: a tmpfs, so that writing a change costs what handing it to the peer costs (empty: under --out)")
-	servers := fs.String("servers", kindHoldfast+","+kindPeer, "servers, in order")
+	servers := fs.String("servers", kindHoldfast+","+kindPeer+","+kindPeerSnapshot, "servers, in order")
 	scenarios := fs.String("scenarios", "fanout,storm,churn,slow", "scenarios, in order (fanout includes memory)")
 	paramFlags(fs, &cfg.params)
 	fs.IntVar(&cfg.dialBatch, "dial-batch", 1000, "connections being set up at once (somaxconn is 4096)")
@@ -202,12 +202,13 @@ func suite(args []string) {
 			if cfg.holdfastBin == "" {
 				log.Fatal("--holdfast is required")
 			}
-		case kindPeer:
+		case kindPeer, kindPeerSnapshot:
 			if cfg.peerBin == "" {
 				log.Fatal("--peer is required")
 			}
 		default:
-			log.Fatalf("unknown server %q (want %s or %s)", s, kindHoldfast, kindPeer)
+			log.Fatalf("unknown server %q (want %s, %s or %s)", s, kindHoldfast, kindPeer,
+				kindPeerSnapshot)
 		}
 	}
 	if *xdsRoot != "" {

@@ -69,25 +69,46 @@ func (r *results) markdown(cfg *config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nConfiguration: %d clusters (EDS, %d endpoints each), %d routes in 1 RouteConfiguration, %d listeners.\n\n",
 		cfg.params.Clusters, cfg.params.EndpointsPerCluster, cfg.params.Routes, cfg.params.Listeners)
-	b.WriteString("| scenario | metric | unit | holdfast | go-control-plane | holdfast / go-control-plane |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|\n")
+	// One column per server, in the order run, then holdfast's ratio to each
+	// other server. A ratio of a figure that can be zero or negative (growth)
+	// means nothing and is left out.
+	var others []string
+	header := "| scenario | metric | unit |"
+	align := "|---|---|---|"
+	for _, kind := range cfg.servers {
+		header += " " + kind + " |"
+		align += "---:|"
+		if kind != kindHoldfast {
+			others = append(others, kind)
+		}
+	}
+	for _, kind := range others {
+		header += " holdfast / " + kind + " |"
+		align += "---:|"
+	}
+	b.WriteString(header + "\n" + align + "\n")
 	rank := map[string]int{"fan-out": 0, "memory": 1, "connect": 2, "connect storm": 3, "endpoint churn": 4, "slow proxies": 5}
 	rows := append([]*row(nil), r.Rows...)
 	sort.SliceStable(rows, func(i, j int) bool { return rank[rows[i].Scenario] < rank[rows[j].Scenario] })
 	for _, x := range rows {
-		hf, okh := x.Values[kindHoldfast]
-		gc, okg := x.Values[kindPeer]
-		cell := func(v float64, ok bool) string {
-			if !ok {
-				return "—"
+		line := fmt.Sprintf("| %s | %s | %s |", x.Scenario, x.Metric, x.Unit)
+		for _, kind := range cfg.servers {
+			if v, ok := x.Values[kind]; ok {
+				line += " " + fmtVal(v) + " |"
+			} else {
+				line += " — |"
 			}
-			return fmtVal(v)
 		}
-		ratio := "—"
-		if okh && okg && gc != 0 {
-			ratio = fmt.Sprintf("%.2f", hf/gc)
+		hf, okh := x.Values[kindHoldfast]
+		for _, kind := range others {
+			v, ok := x.Values[kind]
+			if okh && ok && v > 0 && hf >= 0 {
+				line += fmt.Sprintf(" %.2f |", hf/v)
+			} else {
+				line += " — |"
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", x.Scenario, x.Metric, x.Unit, cell(hf, okh), cell(gc, okg), ratio)
+		b.WriteString(line + "\n")
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes from the run:\n\n")

@@ -19,7 +19,11 @@ import (
 
 const (
 	kindHoldfast = "holdfast"
-	kindPeer     = "go-control-plane"
+	// go-control-plane as its README recommends for this workload: endpoints
+	// in a LinearCache behind a MuxCache.
+	kindPeer = "go-control-plane"
+	// go-control-plane with every type in one SnapshotCache.
+	kindPeerSnapshot = "go-control-plane-snapshot"
 )
 
 // server is one server under test, started for one scenario.
@@ -63,9 +67,13 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 		s.cmd = exec.Command(cfg.holdfastBin, "serve", "--xds-dir", s.dir,
 			"--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-file", portsFile)
 		s.cmd.Args = append(s.cmd.Args, cfg.holdfastArgs...)
-	case kindPeer:
+	case kindPeer, kindPeerSnapshot:
+		cache := "linear"
+		if kind == kindPeerSnapshot {
+			cache = "snapshot"
+		}
 		s.cmd = exec.Command(cfg.peerBin, "--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-			"--ports-file", portsFile,
+			"--ports-file", portsFile, "--cache", cache,
 			"--clusters", strconv.Itoa(params.Clusters), "--routes", strconv.Itoa(params.Routes),
 			"--endpoints", strconv.Itoa(params.EndpointsPerCluster), "--listeners", strconv.Itoa(params.Listeners))
 	default:
@@ -127,8 +135,11 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 }
 
 func shortKind(kind string) string {
-	if kind == kindPeer {
+	switch kind {
+	case kindPeer:
 		return "gcp"
+	case kindPeerSnapshot:
+		return "gcps"
 	}
 	return "hf"
 }

@@ -1,10 +1,19 @@
 // Command hfpeer is the benchmark's peer control plane: go-control-plane's
-// snapshot cache and ADS server (state of the world and delta), serving the
-// same resources as holdfast gets from fleetcfg.
+// caches and ADS server (state of the world and delta), serving the same
+// resources as holdfast gets from fleetcfg, set up as its README recommends
+// for this workload (--cache linear, the default): a MuxCache whose
+// SnapshotCache holds clusters, listeners and routes and whose LinearCache
+// holds the endpoints, so a change sends only the changed assignments, each
+// marshalled once for every stream. --cache snapshot serves endpoints from
+// the SnapshotCache too (every stream gets all of them on each change).
 //
 // Every node sees one shared snapshot (a NodeHash that maps all nodes to one
-// key), as every holdfast node does. Types have their own versions, so a
-// change to endpoints pushes only endpoints.
+// key), as every holdfast node does. Types have their own versions.
+//
+// Transport and memory as holdfast's: static HTTP/2 windows (no BDP
+// probing), keepalive pings after 60 s idle with a 30 s timeout, and freed
+// memory returned to the OS once a second has passed without a
+// publication or a stream opening or closing (holdfast's malloc_trim).
 //
 // HTTP on --admin-listen:
 //
@@ -27,17 +36,22 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	"holdfast.bench/fleetcfg"
 )
@@ -48,8 +62,11 @@ type oneGroup struct{}
 func (oneGroup) ID(*corev3.Node) string { return "fleet" }
 
 type peer struct {
-	params fleetcfg.Params
-	cache  cachev3.SnapshotCache
+	params   fleetcfg.Params
+	snapshot cachev3.SnapshotCache
+	linear   *cachev3.LinearCache // endpoints, with --cache linear
+	cache    cachev3.Cache        // what the server reads
+	activity atomic.Uint64        // publications and streams opened or closed
 
 	mu        sync.Mutex
 	endpoints []cachetypes.Resource // per cluster, current generation
@@ -59,12 +76,26 @@ type peer struct {
 	kick      chan struct{} // one pending publication
 }
 
-func newPeer(p fleetcfg.Params) *peer {
-	pe := &peer{params: p, cache: cachev3.NewSnapshotCache(true, oneGroup{}, nil), kick: make(chan struct{}, 1)}
+func newPeer(p fleetcfg.Params, linear bool) *peer {
+	pe := &peer{params: p, snapshot: cachev3.NewSnapshotCache(true, oneGroup{}, nil),
+		kick: make(chan struct{}, 1)}
+	pe.cache = pe.snapshot
 	clusters := make([]cachetypes.Resource, 0, p.Clusters)
+	initial := map[string]cachetypes.Resource{}
 	for i := 0; i < p.Clusters; i++ {
 		clusters = append(clusters, fleetcfg.Cluster(i))
 		pe.endpoints = append(pe.endpoints, p.LoadAssignment(i, 0))
+		initial[cachev3.GetResourceName(pe.endpoints[i])] = pe.endpoints[i]
+	}
+	if linear {
+		pe.linear = cachev3.NewLinearCache(resourcev3.EndpointType, cachev3.WithInitialResources(initial))
+		pe.cache = &cachev3.MuxCache{
+			Classify: func(r *cachev3.Request) string { return classify(r.GetTypeUrl()) },
+			ClassifyDelta: func(r *cachev3.DeltaRequest) string {
+				return classify(r.GetTypeUrl())
+			},
+			Caches: map[string]cachev3.Cache{"snapshot": pe.snapshot, "linear": pe.linear},
+		}
 	}
 	listeners := make([]cachetypes.Resource, 0, p.Listeners)
 	for j := 0; j < p.Listeners; j++ {
@@ -76,8 +107,35 @@ func newPeer(p fleetcfg.Params) *peer {
 	return pe
 }
 
-// publish sets a snapshot of the newest state.
+func classify(typeURL string) string {
+	if typeURL == resourcev3.EndpointType {
+		return "linear"
+	}
+	return "snapshot"
+}
+
+// publish sets a snapshot of the newest state; with the linear cache only
+// clusters, listeners and routes go in the snapshot (once: they never
+// change here), and changes go to the LinearCache as they come.
 func (pe *peer) publish() error {
+	pe.activity.Add(1)
+	if pe.linear != nil {
+		pe.mu.Lock()
+		ready := pe.ready
+		pe.mu.Unlock()
+		if ready {
+			return nil
+		}
+		snap := &cachev3.Snapshot{}
+		snap.Resources = pe.static
+		if err := pe.snapshot.SetSnapshot(context.Background(), "fleet", snap); err != nil {
+			return err
+		}
+		pe.mu.Lock()
+		pe.ready = true
+		pe.mu.Unlock()
+		return nil
+	}
 	pe.mu.Lock()
 	gen := pe.gen
 	snap := &cachev3.Snapshot{}
@@ -89,7 +147,7 @@ func (pe *peer) publish() error {
 	if err := snap.Consistent(); err != nil {
 		return err
 	}
-	if err := pe.cache.SetSnapshot(context.Background(), "fleet", snap); err != nil {
+	if err := pe.snapshot.SetSnapshot(context.Background(), "fleet", snap); err != nil {
 		return err
 	}
 	pe.mu.Lock()
@@ -138,6 +196,20 @@ func (pe *peer) change(w http.ResponseWriter, r *http.Request) {
 		pe.gen = gen
 	}
 	pe.mu.Unlock()
+	if pe.linear != nil {
+		// What a controller feeding a LinearCache does: only what changed.
+		update := make(map[string]cachetypes.Resource, len(eps))
+		for _, e := range eps {
+			update[cachev3.GetResourceName(e)] = e
+		}
+		pe.activity.Add(1)
+		if err := pe.linear.UpdateResources(update, nil); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	select {
 	case pe.kick <- struct{}{}:
 	default: // a publication is already pending; it will see this change
@@ -154,9 +226,14 @@ func main() {
 	flag.IntVar(&p.Routes, "routes", 1000, "routes in the route configuration")
 	flag.IntVar(&p.EndpointsPerCluster, "endpoints", 3, "endpoints per cluster")
 	flag.IntVar(&p.Listeners, "listeners", 2, "listeners")
+	cacheKind := flag.String("cache", "linear",
+		"linear: MuxCache, endpoints in a LinearCache (go-control-plane's advice); snapshot: one SnapshotCache")
 	flag.Parse()
+	if *cacheKind != "linear" && *cacheKind != "snapshot" {
+		log.Fatalf("--cache %q: want linear or snapshot", *cacheKind)
+	}
 
-	pe := newPeer(p)
+	pe := newPeer(p, *cacheKind == "linear")
 	if err := pe.publish(); err != nil {
 		log.Fatalf("initial snapshot: %v", err)
 	}
@@ -164,8 +241,20 @@ func main() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := serverv3.NewServer(ctx, pe.cache, nil)
-	gs := grpc.NewServer(grpc.MaxConcurrentStreams(1 << 20))
+	streams := serverv3.CallbackFuncs{
+		StreamOpenFunc:        func(context.Context, int64, string) error { pe.activity.Add(1); return nil },
+		StreamClosedFunc:      func(int64, *corev3.Node) { pe.activity.Add(1) },
+		DeltaStreamOpenFunc:   func(context.Context, int64, string) error { pe.activity.Add(1); return nil },
+		DeltaStreamClosedFunc: func(int64, *corev3.Node) { pe.activity.Add(1) },
+	}
+	srv := serverv3.NewServer(ctx, pe.cache, streams)
+	const window = 64 << 10 // a static window turns grpc-go's BDP probing off, as holdfast's
+	gs := grpc.NewServer(grpc.MaxConcurrentStreams(1<<20),
+		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 60 * time.Second, Timeout: 30 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second,
+			PermitWithoutStream: true}))
+	go pe.returnMemoryWhenQuiet()
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, srv)
 
 	xl, err := net.Listen("tcp", *xdsListen)
@@ -214,4 +303,19 @@ func main() {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	gs.Stop()
+}
+
+// returnMemoryWhenQuiet gives freed memory back to the OS once a second has
+// passed without activity, as holdfast's MemoryTrimmer does with
+// malloc_trim, so that resident memory is compared like for like.
+func (pe *peer) returnMemoryWhenQuiet() {
+	last, trimmed := pe.activity.Load(), uint64(0)
+	for range time.Tick(time.Second) {
+		now := pe.activity.Load()
+		if now == last && now != trimmed {
+			debug.FreeOSMemory()
+			trimmed = now
+		}
+		last = now
+	}
 }
