@@ -28,33 +28,6 @@ void SetTime(absl::Time at, google::protobuf::Timestamp* out) {
   out->set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
 }
 
-// The resources of a held view, and the names it asked for that its
-// snapshot lacks.
-struct Resolved {
-  std::map<std::string, ResourcePtr> present;
-  std::vector<std::string> missing;
-};
-
-Resolved Resolve(const HeldView& view, const std::string& type) {
-  Resolved out;
-  if (view.snapshot == nullptr) return out;
-  const ResourceMap& all = view.snapshot->Resources(type);
-  if (view.selection.wildcard) {
-    for (const auto& [name, resource] : all) out.present.emplace(name, resource);
-    return out;
-  }
-  if (view.selection.names == nullptr) return out;
-  for (const std::string& name : view.selection.names->names()) {
-    auto it = all.find(name);
-    if (it == all.end()) {
-      out.missing.push_back(name);
-    } else {
-      out.present.emplace(name, it->second);
-    }
-  }
-  return out;
-}
-
 // Resource contents as shown: redacted, each resource once per answer.
 class Contents {
  public:
@@ -96,8 +69,8 @@ class ConfigWriter {
   ConfigWriter(ClientConfig* config, Contents* contents) : config_(config), contents_(contents) {}
 
   void AddType(const std::string& type, const TypeProgress& progress) {
-    const Resolved sent = Resolve(progress.sent, type);
-    const Resolved acked = Resolve(progress.acked, type);
+    const HeldResources sent = ResourcesOf(progress.sent, type);
+    const HeldResources acked = ResourcesOf(progress.acked, type);
     const bool nacked =
         progress.nack.has_value() && progress.nack->version == progress.last_sent_version;
     for (const auto& [name, resource] : sent.present) {

@@ -66,6 +66,26 @@ ProxySync ProxyState::Sync() const {
   return SyncOf(view_);
 }
 
+HeldResources ResourcesOf(const HeldView& view, const std::string& type_url) {
+  HeldResources out;
+  if (view.snapshot == nullptr) return out;
+  const ResourceMap& all = view.snapshot->Resources(type_url);
+  if (view.selection.wildcard) {
+    for (const auto& [name, resource] : all) out.present.emplace(name, resource);
+    return out;
+  }
+  if (view.selection.names == nullptr) return out;
+  for (const std::string& name : view.selection.names->names()) {
+    auto it = all.find(name);
+    if (it == all.end()) {
+      out.missing.push_back(name);
+    } else {
+      out.present.emplace(name, it->second);
+    }
+  }
+  return out;
+}
+
 ProxySync SyncOf(const ProxyView& proxy) {
   ProxySync sync = ProxySync::kSynced;
   for (const auto& [type, progress] : proxy.types) {

@@ -35,6 +35,14 @@ struct HeldView {
   Selection selection;
 };
 
+// The resources of one type in a held view, by name, and the names it
+// asked for that its snapshot lacks.
+struct HeldResources {
+  std::map<std::string, ResourcePtr> present;
+  std::vector<std::string> missing;
+};
+HeldResources ResourcesOf(const HeldView& view, const std::string& type_url);
+
 // Where one proxy stands for one resource type.
 struct TypeProgress {
   std::string last_sent_version;

@@ -1,0 +1,115 @@
+#include "src/rollout/rollout.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace holdfast {
+
+bool IsCanary(const RolloutPolicy& policy, const envoy::config::core::v3::Node& node) {
+  if (!policy.metadata_key.empty()) {
+    const auto& fields = node.metadata().fields();
+    auto it = fields.find(policy.metadata_key);
+    if (it != fields.end() && it->second.has_string_value() &&
+        it->second.string_value() == policy.metadata_value) {
+      return true;
+    }
+  }
+  if (policy.canary_percent <= 0) return false;
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : node.id()) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return static_cast<int>(hash % 100) < policy.canary_percent;
+}
+
+void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
+  if (snapshot == nullptr) return;
+  if (stable_ == nullptr) {  // the first: nothing to protect
+    stable_ = std::move(snapshot);
+    since_ = now;
+    reason_ = "first snapshot";
+    return;
+  }
+  const SnapshotPtr& current = candidate_ != nullptr ? candidate_ : stable_;
+  if (snapshot->version() == current->version()) return;  // the same content
+  if (snapshot->version() == stable_->version()) {
+    // Back to what everyone has: nothing to roll out.
+    candidate_ = nullptr;
+    stage_ = Stage::kIdle;
+    since_ = now;
+    reason_ = "the stable snapshot was offered again";
+    return;
+  }
+  reason_ = stage_ == Stage::kBaking ? absl::StrCat("superseded ", candidate_->version()) : "";
+  candidate_ = std::move(snapshot);
+  stage_ = Stage::kBaking;
+  since_ = now;
+}
+
+void Rollout::Observe(const CanaryReport& report, absl::Time now) {
+  if (stage_ != Stage::kBaking) return;
+  if (report.nacked > 0) {
+    Hold(absl::StrFormat("%d of %d canaries rejected %s (%s: %s)", report.nacked, report.canaries,
+                         candidate_->version(), report.nacking_node, report.error),
+         now);
+    return;
+  }
+  const absl::Duration baked = now - since_;
+  if (report.acked < report.canaries && baked >= policy_.ack_timeout) {
+    Hold(absl::StrFormat("%d of %d canaries did not ACK %s within %s",
+                         report.canaries - report.acked, report.canaries, candidate_->version(),
+                         absl::FormatDuration(policy_.ack_timeout)),
+         now);
+    return;
+  }
+  if (report.acked == report.canaries && baked >= policy_.bake) {
+    PromoteCandidate(report.canaries == 0
+                         ? "no canary connected; promoted after the bake time"
+                         : absl::StrFormat("%d canaries ACKed and none NACKed for %s",
+                                           report.canaries, absl::FormatDuration(policy_.bake)),
+                     now);
+  }
+}
+
+bool Rollout::Promote(absl::Time now) {
+  if (candidate_ == nullptr) return false;
+  PromoteCandidate("promoted by the operator", now);
+  return true;
+}
+
+bool Rollout::Abort(absl::Time now) {
+  if (stage_ != Stage::kBaking) return false;
+  Hold("aborted by the operator", now);
+  return true;
+}
+
+void Rollout::PromoteCandidate(std::string how, absl::Time now) {
+  stable_ = std::move(candidate_);
+  candidate_ = nullptr;
+  stage_ = Stage::kIdle;
+  since_ = now;
+  reason_ = std::move(how);
+}
+
+void Rollout::Hold(std::string why, absl::Time now) {
+  stage_ = Stage::kHeld;
+  since_ = now;
+  reason_ = std::move(why);
+}
+
+absl::string_view RolloutStageName(Rollout::Stage stage) {
+  switch (stage) {
+    case Rollout::Stage::kIdle:
+      return "idle";
+    case Rollout::Stage::kBaking:
+      return "baking";
+    case Rollout::Stage::kHeld:
+      return "held";
+  }
+  return "?";
+}
+
+}  // namespace holdfast

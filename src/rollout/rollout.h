@@ -1,0 +1,94 @@
+#pragma once
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "src/snapshot/snapshot.h"
+
+namespace holdfast {
+
+// Which proxies of a node group get a new snapshot first, and how long it
+// must hold there before everyone gets it (docs/operations.md, "Staged
+// rollout"). Off unless canaries are chosen.
+struct RolloutPolicy {
+  // A proxy is a canary when a stable hash of its node id, mod 100, is
+  // below this (0: none by hash), or when its node metadata has
+  // `metadata_key` set to the string `metadata_value`.
+  int canary_percent = 0;
+  std::string metadata_key;
+  std::string metadata_value;
+  // Every canary must have ACKed the new snapshot and none NACKed it, and
+  // this long must have passed since the canaries were offered it.
+  absl::Duration bake = absl::Seconds(60);
+  // Canaries that have not all ACKed by then hold the rollout.
+  absl::Duration ack_timeout = absl::Seconds(30);
+
+  bool enabled() const { return canary_percent > 0 || !metadata_key.empty(); }
+};
+
+// Whether `node` is a canary under `policy`. The same on every replica and
+// across restarts: a hash of the id (FNV-1a, not std::hash), or metadata.
+bool IsCanary(const RolloutPolicy& policy, const envoy::config::core::v3::Node& node);
+
+// Where the canaries of one group stand with the candidate snapshot.
+struct CanaryReport {
+  size_t canaries = 0;       // connected
+  size_t acked = 0;          // hold the candidate's content for every type they asked for
+  size_t nacked = 0;         // rejected the latest response of some type
+  std::string nacking_node;  // one of them, and its error, for the hold's reason
+  std::string error;
+};
+
+// The rollout of one node group: a state machine over snapshots offered by
+// the config source and reports about the canaries, with time passed in (no
+// clock, no threads). At every moment a proxy of the group sees one of two
+// complete snapshots: the stable one, or (canaries, while a rollout bakes)
+// the candidate; never a mix.
+//
+//   idle ──offer──> baking ──all ACKed, bake passed──> idle (promoted)
+//                     │  └──offer (newer)──> baking (superseded, bake restarts)
+//                     └──a NACK, or not all ACKed by the timeout──> held
+//   held ──offer──> baking (a later snapshot rolls out normally)
+//
+// The first snapshot of a group is stable at once: nothing older is
+// protected. With no canary connected, a candidate is promoted once the
+// bake time has passed. Promote() and Abort() are the operator's.
+class Rollout {
+ public:
+  enum class Stage { kIdle, kBaking, kHeld };
+
+  explicit Rollout(RolloutPolicy policy) : policy_(std::move(policy)) {}
+
+  void Offer(SnapshotPtr snapshot, absl::Time now);
+  void Observe(const CanaryReport& report, absl::Time now);
+  // Serves the candidate to everyone now (baking or held).
+  bool Promote(absl::Time now);
+  // Holds the candidate: canaries go back to the stable snapshot.
+  bool Abort(absl::Time now);
+
+  Stage stage() const { return stage_; }
+  const SnapshotPtr& stable() const { return stable_; }
+  // What canaries see: the candidate while baking, else the stable one.
+  const SnapshotPtr& canary_view() const { return stage_ == Stage::kBaking ? candidate_ : stable_; }
+  const SnapshotPtr& candidate() const { return candidate_; }
+  // Why the rollout is held (the NACK's error detail, the timeout, the
+  // operator), or how the last candidate was promoted.
+  const std::string& reason() const { return reason_; }
+  absl::Time since() const { return since_; }
+
+ private:
+  void PromoteCandidate(std::string how, absl::Time now);
+  void Hold(std::string why, absl::Time now);
+
+  const RolloutPolicy policy_;
+  Stage stage_ = Stage::kIdle;
+  SnapshotPtr stable_;
+  SnapshotPtr candidate_;                    // baking or held; null when idle
+  absl::Time since_ = absl::InfinitePast();  // when the stage began
+  std::string reason_;
+};
+
+absl::string_view RolloutStageName(Rollout::Stage stage);  // "idle", "baking", "held"
+
+}  // namespace holdfast
