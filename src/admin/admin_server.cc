@@ -91,6 +91,7 @@ nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit) 
     listed.push_back({{"node_id", proxy.node_id},
                       {"group", proxy.group},
                       {"state", ProxySyncName(SyncOf(proxy))},
+                    {"canary", proxy.canary},
                       {"stream", proxy.stream_kind},
                       {"peer", proxy.peer},
                       {"since", Timestamp(since)},
@@ -133,6 +134,7 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                     {"stream", proxy.stream_kind},
                     {"connected_since", Timestamp(proxy.connected_since)},
                     {"state", ProxySyncName(SyncOf(proxy))},
+                    {"canary", proxy.canary},
                     {"types", types}});
   }
   return {{"proxies", list}};

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
                    "SETTINGS_MAX_CONCURRENT_STREAMS)")
       ->check(CLI::Range(1, 1'000'000))
       ->capture_default_str();
+  holdfast::AddRolloutFlags(serve_cmd, &serve.rollout);
   serve_cmd
       ->add_option("--xds-csds", serve.xds_csds,
                    "Answer ClientStatusDiscoveryService (CSDS) on the xDS port: every connected "

@@ -5,6 +5,7 @@
 #include "src/admin/admin_options.h"
 #include "src/app/etcd_flags.h"
 #include "src/app/kube_flags.h"
+#include "src/app/rollout_flags.h"
 #include "src/xds/xds_server.h"
 
 namespace holdfast {
@@ -42,6 +43,7 @@ struct ServeOptions {
   std::string node_group = "none";                // see NodeGrouper::Parse
   std::string xds_client_identity = "none";       // see ClientIdentityPolicy::Parse
   std::string control_plane_id = "holdfast";
+  RolloutFlags rollout;  // off unless canaries are chosen
   // When set, {"xds": PORT, "admin": PORT} is written here once listening.
   std::string ports_file;
 };

@@ -86,9 +86,19 @@ absl::Status Server::StartParts() {
   if (absl::Status grouping = ParseGrouping(); !grouping.ok()) return grouping;
   absl::StatusOr<absl::Duration> grace = ParseFlagDuration("--store-grace", options_.store_grace);
   if (!grace.ok()) return grace.status();
+  absl::StatusOr<RolloutPolicy> rollout = ParseRolloutFlags(options_.rollout);
+  if (!rollout.ok()) return rollout.status();
+  // With a staged rollout the source's snapshots are staged, and the
+  // controller decides what proxies see.
   last_good_ = std::make_unique<LastKnownGood>(
-      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = *grace}, &cache_, clock_,
-      &metrics_);
+      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = *grace},
+      rollout->enabled() ? &staged_ : &cache_, clock_, &metrics_);
+  if (rollout->enabled()) {
+    rollout_ = std::make_unique<RolloutController>(
+        RolloutController::Options{.policy = *rollout, .state_dir = options_.state_dir}, &staged_,
+        &cache_, &proxies_, clock_, &metrics_);
+    rollout_->Start();
+  }
   last_good_->Start();
 
   absl::StatusOr<std::unique_ptr<ServingSource>> source = StartServingSource(
@@ -97,16 +107,21 @@ absl::Status Server::StartParts() {
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
 
-  const StreamContext context{.cache = &cache_,
-                              .proxies = &proxies_,
-                              .stats = &stats_,
-                              .bodies = &bodies_,
-                              .views = &views_,
-                              .grouper = &*grouper_,
-                              .clock = &clock_,
-                              .control_plane_id = options_.control_plane_id,
-                              .limits = StreamLimits{},
-                              .identity = &*identity_};
+  StreamContext context{.cache = &cache_,
+                        .proxies = &proxies_,
+                        .stats = &stats_,
+                        .bodies = &bodies_,
+                        .views = &views_,
+                        .grouper = &*grouper_,
+                        .clock = &clock_,
+                        .control_plane_id = options_.control_plane_id,
+                        .limits = StreamLimits{},
+                        .identity = &*identity_};
+  if (rollout->enabled()) {
+    context.is_canary = [policy = *rollout](const envoy::config::core::v3::Node& node) {
+      return IsCanary(policy, node);
+    };
+  }
   XdsServerOptions xds_options;
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
@@ -187,6 +202,7 @@ AdminSources Server::MakeAdminSources() {
   pages["/debug/tls"] = [this] { return TlsStateJson(xds_->TlsState()); };
   pages["/debug/events"] = [this] { return events_.ToJson(); };
   pages["/debug/replica"] = [this] { return ReplicaJson(); };
+  if (rollout_) pages["/debug/rollout"] = [this] { return rollout_->ToJson(); };
   if (const ConfigSource* config = source_->config_source(); config != nullptr) {
     pages["/debug/store"] = [this, config] {
       return StoreJson(config->health(), last_good_->state(), clock_);
@@ -253,6 +269,7 @@ void Server::Stop() {
   if (admin_) admin_->Stop();
   if (source_) source_->Stop();
   if (last_good_) last_good_->Stop();
+  if (rollout_) rollout_->Stop();
   if (xds_) xds_->Shutdown(absl::Seconds(1));
   if (collector_ >= 0) metrics_.RemoveCollector(collector_);
 }

@@ -12,6 +12,7 @@
 #include "src/app/serving_source.h"
 #include "src/common/memory_trim.h"
 #include "src/common/metrics.h"
+#include "src/rollout/rollout_controller.h"
 #include "src/snapshot/last_known_good.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/xds_server.h"
@@ -55,7 +56,8 @@ class Server {
   const absl::Time started_;
   MetricsRegistry metrics_;
   EventLog events_{clock_};
-  SnapshotCache cache_;
+  SnapshotCache cache_;   // what proxies are served
+  SnapshotCache staged_;  // with a staged rollout: what the source published
   ProxyRegistry proxies_;
   XdsStats stats_;
   EncodedBodyCache bodies_;
@@ -63,6 +65,7 @@ class Server {
   std::optional<NodeGrouper> grouper_;            // set first thing in StartParts
   std::optional<ClientIdentityPolicy> identity_;  // likewise
   std::unique_ptr<LastKnownGood> last_good_;
+  std::unique_ptr<RolloutController> rollout_;  // with --rollout-canary-*
   std::unique_ptr<ServingSource> source_;
   std::unique_ptr<XdsServer> xds_;
   int collector_ = -1;

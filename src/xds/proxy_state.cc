@@ -23,6 +23,11 @@ void ProxyState::SetNode(const envoy::config::core::v3::Node& node, std::string 
   view_.node = std::move(kept);
 }
 
+void ProxyState::SetCanary() {
+  absl::MutexLock lock(&mu_);
+  view_.canary = true;
+}
+
 void ProxyState::SetIdentity(std::string identity) {
   absl::MutexLock lock(&mu_);
   view_.identity = std::move(identity);

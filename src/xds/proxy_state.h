@@ -72,6 +72,7 @@ struct ProxyView {
   std::string user_agent;
   std::string peer;
   std::string stream_kind;  // "ads-sotw", "ads-delta", "lds-sotw", ...
+  bool canary = false;      // gets a staged rollout's new snapshot first
   absl::Time connected_since;
   std::map<std::string, TypeProgress> types;
 };
@@ -93,6 +94,7 @@ class ProxyState {
 
   void SetNode(const envoy::config::core::v3::Node& node, std::string group);
   void SetIdentity(std::string identity);
+  void SetCanary();
   void RecordSent(const std::string& type_url, const std::string& version, HeldView view,
                   absl::Time at);
   void RecordAck(const std::string& type_url, const std::string& version, HeldView view,

@@ -124,14 +124,22 @@ void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
   std::string group = context_.grouper->GroupOf(node, verified_ ? &*verified_ : nullptr);
   proxy_->SetNode(node, group);
   if (verified_.has_value()) proxy_->SetIdentity(verified_->identity);
-  LogDebug("xds stream %d: node %s joined group %s", id_, node.id(), group);
+  // A canary stays in its group (metrics, pages) but watches what the
+  // rollout offers canaries.
+  std::string watched = group;
+  if (context_.is_canary && context_.is_canary(node)) {
+    proxy_->SetCanary();
+    watched = std::string(kCanaryGroup);
+  }
+  LogDebug("xds stream %d: node %s joined group %s%s", id_, node.id(), group,
+           watched == group ? "" : " as a canary");
   // The watch is registered without mu_ held, since the cache calls
   // watchers while they may take mu_.
   std::weak_ptr<XdsStream> weak = weak_from_this();
-  watch_ = context_.cache->Watch(group, [weak](const Published& published) {
+  watch_ = context_.cache->Watch(watched, [weak](const Published& published) {
     if (auto stream = weak.lock()) stream->OnPublished(published);
   });
-  OnPublished(context_.cache->Current(group));
+  OnPublished(context_.cache->Current(watched));
 }
 
 void XdsStream::OnPublished(const Published& published) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,7 +55,13 @@ struct StreamContext {
   std::atomic<int64_t>* open_streams = nullptr;
   // Binds node.id to the client certificate (nullptr: not checked).
   const ClientIdentityPolicy* identity = nullptr;
+  // With a staged rollout: whether a node is a canary. Canaries watch
+  // kCanaryGroup in the cache instead of their group (empty: no rollout).
+  std::function<bool(const envoy::config::core::v3::Node&)> is_canary;
 };
+
+// The cache key canaries watch during a staged rollout (src/rollout).
+inline constexpr absl::string_view kCanaryGroup = "holdfast:canary";
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
                                                             ProxyState* proxy,

@@ -106,7 +106,8 @@ class XdsClient:
     `headers` are sent as request metadata with every RPC (what xDS route
     header matchers see); `count` makes the client exit after that many RPCs
     (0: forever). `node_id` and `channel_creds` (the bootstrap's, e.g. grpc-go's
-    `tls` with certificate files) default to a unique id and plain text."""
+    `tls` with certificate files) default to a unique id and plain text;
+    `node_metadata` is the bootstrap node's metadata."""
 
     KINDS = ("cpp", "node", "go")
 
@@ -115,7 +116,7 @@ class XdsClient:
                  go_client: Optional[Path] = None, *, target_host: str = TARGET_HOST,
                  headers: Sequence[tuple[str, str]] = (), count: int = 0,
                  deadline_ms: int = 1000, node_id: Optional[str] = None,
-                 channel_creds: Optional[list] = None):
+                 channel_creds: Optional[list] = None, node_metadata: Optional[dict] = None):
         self.kind = kind
         self.node_id = node_id or f"{kind}-{uuid.uuid4().hex[:12]}"
         bootstrap = work / f"bootstrap-{uuid.uuid4().hex[:12]}.json"
@@ -127,7 +128,8 @@ class XdsClient:
             }],
             # grpc-js-xds 1.14 rejects a bootstrap whose node has no locality.
             "node": {"id": self.node_id, "cluster": "test",
-                     "locality": {"region": "test", "zone": "test-a"}},
+                     "locality": {"region": "test", "zone": "test-a"},
+                     **({"metadata": node_metadata} if node_metadata else {})},
         }))
         env = environ_without_grpc()
         env["GRPC_XDS_BOOTSTRAP"] = str(bootstrap)

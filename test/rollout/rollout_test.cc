@@ -1,11 +1,16 @@
 #include "src/rollout/rollout.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "src/rollout/canary_report.h"
+#include "src/rollout/rollout_controller.h"
+#include "src/xds/stream.h"
 #include "src/xds/sotw_session.h"
 #include "test/unit/test_resources.h"
 
@@ -256,6 +261,48 @@ TEST(CanaryReportTest, AProxyHoldsTheCandidateWhateverResponseBroughtIt) {
   EXPECT_EQ(report.nacked, 1u);
   EXPECT_EQ(report.acked, 0u);
   EXPECT_EQ(report.error, "connect_timeout too long");
+}
+
+// The controller between the staged and the serving cache: canaries see the
+// candidate, others the stable snapshot; a restart restores the stable one
+// so that what the source publishes again is a candidate, not stable.
+TEST(RolloutControllerTest, ServesTheStagesAndRestoresTheStableSnapshotAfterARestart) {
+  char dir[] = "/tmp/rollout_controller_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  SimulatedClock clock;
+  MetricsRegistry metrics;
+  ProxyRegistry proxies;
+  const SnapshotPtr v1 = Version(1), v2 = Version(2);
+  const RolloutController::Options options{
+      .policy = {.metadata_key = "canary", .metadata_value = "yes", .bake = absl::Seconds(10)},
+      .state_dir = dir,
+      .check_interval = absl::Hours(1)};  // checked by hand below
+  {
+    SnapshotCache staged, serving;
+    RolloutController controller(options, &staged, &serving, &proxies, clock, &metrics);
+    controller.Start();
+    staged.Set(staged.default_group(), v1);
+    EXPECT_EQ(serving.Current("default").snapshot, v1);
+    staged.Set(staged.default_group(), v2);
+    EXPECT_EQ(serving.Current("default").snapshot, v1) << "not yet for everyone";
+    EXPECT_EQ(serving.Current(kCanaryGroup).snapshot, v2);
+    EXPECT_EQ(controller.ToJson()["stage"], "baking");
+    controller.Stop();
+  }
+  {  // Restarted mid-rollout: v2 comes back from the source, as a candidate.
+    SnapshotCache staged, serving;
+    RolloutController controller(options, &staged, &serving, &proxies, clock, &metrics);
+    controller.Start();
+    staged.Set(staged.default_group(), Version(2));
+    EXPECT_EQ(serving.Current("default").snapshot->version(), v1->version());
+    EXPECT_EQ(serving.Current(kCanaryGroup).snapshot->version(), v2->version());
+    clock.Advance(absl::Seconds(10));
+    controller.Check();  // no canary connected: promoted after the bake
+    EXPECT_EQ(serving.Current("default").snapshot->version(), v2->version());
+    EXPECT_EQ(controller.ToJson()["stage"], "idle");
+    controller.Stop();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

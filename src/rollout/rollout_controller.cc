@@ -1,0 +1,163 @@
+#include "src/rollout/rollout_controller.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "src/common/log.h"
+#include "src/rollout/canary_report.h"
+#include "src/snapshot/snapshot_file.h"
+#include "src/xds/stream.h"
+
+namespace holdfast {
+namespace {
+
+std::string Version(const SnapshotPtr& snapshot) {
+  return snapshot == nullptr ? "" : snapshot->version();
+}
+
+std::string Time(absl::Time t) {
+  if (t == absl::InfinitePast()) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+}  // namespace
+
+RolloutController::RolloutController(Options options, SnapshotCache* staged, SnapshotCache* serving,
+                                     const ProxyRegistry* proxies, const Clock& clock,
+                                     MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      staged_(staged),
+      serving_(serving),
+      proxies_(proxies),
+      clock_(clock),
+      promotions_(metrics->GetCounter("holdfast_rollout_promotions_total",
+                                      "Snapshots promoted from the canaries to every proxy")),
+      holds_(metrics->GetCounter("holdfast_rollout_holds_total",
+                                 "Rollouts held: a canary NACKed, or did not ACK in time")),
+      baking_(metrics->GetGauge("holdfast_rollout_baking",
+                                "1 while a new snapshot is served to the canaries only")),
+      held_(metrics->GetGauge("holdfast_rollout_held",
+                              "1 while a rollout is held: canaries and the rest on the stable "
+                              "snapshot")),
+      canaries_(metrics->GetGauge("holdfast_rollout_canaries", "Canary streams connected")),
+      rollout_(options_.policy) {}
+
+RolloutController::~RolloutController() { Stop(); }
+
+std::string RolloutController::StablePath() const {
+  return options_.state_dir.empty() ? "" : options_.state_dir + "/rollout-stable.snapshot";
+}
+
+void RolloutController::Start() {
+  if (const std::string path = StablePath(); !path.empty() && std::filesystem::exists(path)) {
+    absl::StatusOr<SnapshotPtr> stable = ReadSnapshotFile(path);
+    if (stable.ok()) {
+      absl::MutexLock lock(&mu_);
+      rollout_.Offer(*stable, clock_.Now());
+      LogInfo("rollout: restored the stable snapshot %s", (*stable)->version());
+    } else {
+      LogWarning("rollout: %s", stable.status().message());
+    }
+  }
+  watch_ = staged_->Watch(staged_->default_group(),
+                          [this](const Published& published) { Offer(published.snapshot); });
+  Offer(staged_->Current(staged_->default_group()).snapshot);
+  poller_.Start(options_.check_interval, [this] { Check(); });
+}
+
+void RolloutController::Stop() {
+  poller_.Stop();
+  watch_.reset();
+}
+
+void RolloutController::Offer(SnapshotPtr snapshot) {
+  if (snapshot == nullptr) return;
+  absl::MutexLock lock(&mu_);
+  rollout_.Offer(std::move(snapshot), clock_.Now());
+  ApplyLocked();
+}
+
+void RolloutController::Check() {
+  std::vector<ProxyView> canaries;
+  for (ProxyView& proxy : proxies_->List()) {
+    if (proxy.canary) canaries.push_back(std::move(proxy));
+  }
+  canaries_->Set(static_cast<double>(canaries.size()));
+  absl::MutexLock lock(&mu_);
+  if (rollout_.stage() != Rollout::Stage::kBaking) return;
+  last_report_ = ReportCanaries(canaries, rollout_.candidate());
+  rollout_.Observe(last_report_, clock_.Now());
+  ApplyLocked();
+}
+
+void RolloutController::ApplyLocked() {
+  const bool stable_changed = rollout_.stable() != published_stable_;
+  if (stable_changed) {
+    published_stable_ = rollout_.stable();
+    serving_->Set(serving_->default_group(), published_stable_);
+    if (const std::string path = StablePath(); !path.empty()) {
+      absl::Status written = WriteSnapshotFile(*published_stable_, path);
+      persist_error_ = written.ok() ? "" : std::string(written.message());
+      if (!written.ok()) LogWarning("rollout: %s", written.message());
+    }
+  }
+  if (rollout_.canary_view() != published_canary_) {
+    published_canary_ = rollout_.canary_view();
+    serving_->Set(kCanaryGroup, published_canary_);
+  }
+  const Rollout::Stage stage = rollout_.stage();
+  baking_->Set(stage == Rollout::Stage::kBaking);
+  held_->Set(stage == Rollout::Stage::kHeld);
+  const bool new_candidate =
+      stage == Rollout::Stage::kBaking && rollout_.candidate() != logged_candidate_;
+  if (stage == published_stage_ && !new_candidate) return;
+  const Rollout::Stage before = published_stage_;
+  published_stage_ = stage;
+  switch (stage) {
+    case Rollout::Stage::kBaking:
+      logged_candidate_ = rollout_.candidate();
+      LogInfo("rollout: snapshot %s offered to the canaries first, every other proxy stays on %s%s",
+              Version(rollout_.candidate()), Version(rollout_.stable()),
+              rollout_.reason().empty() ? "" : absl::StrCat(" (", rollout_.reason(), ")"));
+      break;
+    case Rollout::Stage::kHeld:
+      holds_->Increment();
+      LogWarning("rollout: held, every proxy stays on %s: %s", Version(rollout_.stable()),
+                 rollout_.reason());
+      break;
+    case Rollout::Stage::kIdle:
+      if (before != Rollout::Stage::kIdle && stable_changed) {
+        promotions_->Increment();
+        LogInfo("rollout: snapshot %s promoted to every proxy: %s", Version(rollout_.stable()),
+                rollout_.reason());
+      } else if (before != Rollout::Stage::kIdle) {
+        LogInfo("rollout: %s", rollout_.reason());
+      }
+      break;
+  }
+}
+
+nlohmann::json RolloutController::ToJson() const {
+  absl::MutexLock lock(&mu_);
+  const RolloutPolicy& policy = options_.policy;
+  return {{"stage", RolloutStageName(rollout_.stage())},
+          {"stable", Version(rollout_.stable())},
+          {"candidate", Version(rollout_.candidate())},
+          {"since", Time(rollout_.since())},
+          {"reason", rollout_.reason()},
+          {"canaries",
+           {{"connected", last_report_.canaries},
+            {"acked", last_report_.acked},
+            {"nacked", last_report_.nacked},
+            {"nacking_node", last_report_.nacking_node},
+            {"error", last_report_.error}}},
+          {"policy",
+           {{"canary_percent", policy.canary_percent},
+            {"canary_metadata",
+             policy.metadata_key.empty() ? "" : policy.metadata_key + "=" + policy.metadata_value},
+            {"bake", absl::FormatDuration(policy.bake)},
+            {"ack_timeout", absl::FormatDuration(policy.ack_timeout)}}},
+          {"persist_error", persist_error_}};
+}
+
+}  // namespace holdfast

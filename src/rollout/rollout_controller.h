@@ -1,0 +1,77 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/common/poller.h"
+#include "src/rollout/rollout.h"
+#include "src/snapshot/snapshot_cache.h"
+#include "src/xds/proxy_state.h"
+
+namespace holdfast {
+
+// Serves a staged rollout: the config source (through the last-known-good
+// copy) publishes into `staged`; proxies read `serving`, where the
+// controller keeps the default group on the stable snapshot and
+// kCanaryGroup (what canary streams watch) on what canaries should see.
+// Every check interval it reports the canaries (the proxies marked canary
+// in `proxies`) to the Rollout, which promotes or holds.
+//
+// The stable snapshot is persisted (state_dir/rollout-stable.snapshot), so
+// a replica restarted mid-rollout takes what it restores or reads next as
+// a candidate again, not as stable. Thread-safe.
+class RolloutController {
+ public:
+  struct Options {
+    RolloutPolicy policy;
+    std::string state_dir;  // empty: the stable snapshot is not persisted
+    absl::Duration check_interval = absl::Milliseconds(250);
+  };
+
+  RolloutController(Options options, SnapshotCache* staged, SnapshotCache* serving,
+                    const ProxyRegistry* proxies, const Clock& clock, MetricsRegistry* metrics);
+  ~RolloutController();
+
+  void Start();
+  void Stop();
+  // One check now (the poller's step; tests call it with simulated time).
+  void Check();
+  // /debug/rollout.
+  nlohmann::json ToJson() const;
+
+ private:
+  void Offer(SnapshotPtr snapshot);
+  // Publishes what the rollout says, and records a change of stage.
+  void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string StablePath() const;
+
+  const Options options_;
+  SnapshotCache* staged_;
+  SnapshotCache* serving_;
+  const ProxyRegistry* proxies_;
+  const Clock& clock_;
+  Counter* promotions_;
+  Counter* holds_;
+  Gauge* baking_;
+  Gauge* held_;
+  Gauge* canaries_;
+
+  mutable absl::Mutex mu_;
+  Rollout rollout_ ABSL_GUARDED_BY(mu_);
+  CanaryReport last_report_ ABSL_GUARDED_BY(mu_);
+  SnapshotPtr published_stable_ ABSL_GUARDED_BY(mu_);
+  SnapshotPtr published_canary_ ABSL_GUARDED_BY(mu_);
+  Rollout::Stage published_stage_ ABSL_GUARDED_BY(mu_) = Rollout::Stage::kIdle;
+  SnapshotPtr logged_candidate_ ABSL_GUARDED_BY(mu_);
+  std::string persist_error_ ABSL_GUARDED_BY(mu_);
+
+  std::unique_ptr<SnapshotCache::WatchHandle> watch_;
+  Poller poller_;
+};
+
+}  // namespace holdfast

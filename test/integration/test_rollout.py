@@ -1,0 +1,92 @@
+"""Staged rollout with real gRPC xDS clients: one canary (gRPC C++ core,
+chosen by node metadata) and a client of each kind that is not (C++ core,
+grpc-go, grpc-js-xds).
+
+- a change gRPC rejects (loadBalancing: Random) reaches the canary only: it
+  NACKs, the rollout is held with the canary's own error in
+  /debug/rollout, the metrics and the log, and no other client is ever sent
+  the change; every client keeps routing on the previous configuration;
+- a fixed change then bakes on the canary and is promoted: every client
+  routes on it, the others at least the bake time after the canary ACKed it."""
+
+import json
+
+from hf_gateway import route, upstream, virtual_service
+from hf_wait import wait_for
+from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT
+
+CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+BAKE_S = 3
+
+
+def rollout(holdfast) -> dict:
+    status, body = holdfast.admin.get("/debug/rollout")
+    assert status == 200, (status, body)
+    return json.loads(body)
+
+
+def parse_time(text: str) -> float:
+    from datetime import datetime
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gateway_world):
+    w = gateway_world
+    w.config.write("upstreams.yaml", upstream("alpha", w.alpha.port))
+    w.config.write("echo.yaml", virtual_service("echo", [route({"prefix": "/"}, upstream="alpha")]))
+    w.holdfast.start(extra_args=["--rollout-canary-metadata", "canary=yes",
+                                 "--rollout-bake", f"{BAKE_S}s", "--rollout-ack-timeout", "20s"])
+    w.holdfast.wait_ready()
+    holdfast = w.holdfast
+    canary = w.client("cpp", node_metadata={"canary": "yes"})
+    others = [w.client(kind) for kind in ("cpp", "go", "node")]
+    for client in [canary, *others]:
+        client.wait_serving("alpha", timeout=START_TIMEOUT)
+    assert rollout(holdfast)["stage"] == "idle"
+    assert holdfast.admin.proxy(canary.node_id)["canary"] is True
+    assert not any(holdfast.admin.proxy(c.node_id)["canary"] for c in others)
+    before = {c.node_id: holdfast.admin.proxy(c.node_id)["types"][CDS]["acked_version"]
+              for c in [canary, *others]}
+
+    bad = upstream("alpha", w.alpha.port)
+    bad["spec"]["loadBalancing"] = "Random"  # valid for Envoy, NACKed by proxyless gRPC
+    w.config.write("upstreams.yaml", bad)
+    held = wait_for(lambda: rollout(holdfast), lambda r: r["stage"] == "held",
+                    timeout=CONVERGE_TIMEOUT, what="the rollout held by the canary's NACK")
+    print("held:", held)
+    assert canary.node_id in held["reason"] and "LB policy is not supported" in held["reason"], held
+    assert held["canaries"] == {"connected": 1, "acked": 0, "nacked": 1,
+                                "nacking_node": canary.node_id,
+                                "error": held["canaries"]["error"]}, held
+    # The canary went back to the stable snapshot, and ACKed it again.
+    canary_cds = wait_for(lambda: holdfast.admin.proxy(canary.node_id)["types"][CDS],
+                          lambda t: t["acked_version"] == before[canary.node_id],
+                          timeout=CONVERGE_TIMEOUT, what="the canary back on the stable snapshot")
+    assert canary_cds["nacks"] == 1, canary_cds
+    assert holdfast.admin.metric("holdfast_rollout_held") == 1
+    assert holdfast.admin.metric("holdfast_rollout_holds_total") == 1
+    assert "rollout: held" in holdfast.proc.log_tail()
+    for client in others:
+        cds = holdfast.admin.proxy(client.node_id)["types"][CDS]
+        assert cds["last_sent_version"] == before[client.node_id] and cds["nack"] is None, \
+            f"{client.node_id} was sent the held change: {cds}"
+    for client in [canary, *others]:
+        client.wait_serving("alpha", since=client.mark(), timeout=CONVERGE_TIMEOUT)
+
+    # The fix: valid for everyone, and visible (traffic moves to beta).
+    w.config.write("upstreams.yaml", upstream("alpha", w.beta.port))
+    promoted = wait_for(lambda: rollout(holdfast),
+                        lambda r: r["stage"] == "idle" and r["candidate"] == "" and
+                        r["stable"] != held["stable"],
+                        timeout=CONVERGE_TIMEOUT, what="the fixed change promoted")
+    print("promoted:", promoted)
+    assert holdfast.admin.metric("holdfast_rollout_promotions_total") >= 1
+    for client in [canary, *others]:
+        client.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
+    canary_eds = holdfast.admin.proxy(canary.node_id)["types"][EDS]
+    for client in others:
+        eds = holdfast.admin.proxy(client.node_id)["types"][EDS]
+        waited = parse_time(eds["acked_at"]) - parse_time(canary_eds["acked_at"])
+        assert waited >= BAKE_S - 0.5, \
+            f"{client.node_id} got the change {waited:.2f}s after the canary ACKed it"
