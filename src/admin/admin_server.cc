@@ -91,7 +91,7 @@ nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit) 
     listed.push_back({{"node_id", proxy.node_id},
                       {"group", proxy.group},
                       {"state", ProxySyncName(SyncOf(proxy))},
-                    {"canary", proxy.canary},
+                      {"canary", proxy.canary},
                       {"stream", proxy.stream_kind},
                       {"peer", proxy.peer},
                       {"since", Timestamp(since)},
@@ -230,6 +230,7 @@ absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(const std::strin
   }
   server->sources_ = std::move(sources);
   server->Route();
+  http.allow_post = !server->sources_.actions.empty();
   server->http_ = HttpServer::Start(
       *std::move(socket), http,
       [raw = server.get()](const HttpRequest& request) { return raw->Handle(request); });
@@ -265,9 +266,30 @@ HttpResponse AdminServer::Handle(const HttpRequest& request) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"holdfast admin\"");
     return response;
   }
+  if (request.method == "POST") return Act(request);
   auto route = routes_.find(request.path);
-  if (route == routes_.end()) return HttpResponse::Text(404, "not found\n");
+  if (route == routes_.end()) {
+    if (sources_.actions.contains(request.path)) {
+      HttpResponse response = HttpResponse::Text(405, "an action: POST only\n");
+      response.headers.emplace_back("Allow", "POST");
+      return response;
+    }
+    return HttpResponse::Text(404, "not found\n");
+  }
   return route->second(request);
+}
+
+HttpResponse AdminServer::Act(const HttpRequest& request) {
+  auto action = sources_.actions.find(request.path);
+  if (action == sources_.actions.end()) {
+    HttpResponse response = HttpResponse::Text(405, "only GET and HEAD here\n");
+    response.headers.emplace_back("Allow", "GET, HEAD");
+    return response;
+  }
+  if (request.Header("x-holdfast-action").empty()) {
+    return HttpResponse::Text(403, "an action needs the header X-Holdfast-Action\n");
+  }
+  return Json(action->second());
 }
 
 HttpResponse AdminServer::Readyz(bool detail) const {

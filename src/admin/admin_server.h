@@ -35,12 +35,17 @@ struct AdminSources {
   std::function<nlohmann::json()> status;
   // More JSON pages by path (such as /debug/leader and /debug/store).
   std::map<std::string, std::function<nlohmann::json()>> pages;
+  // Actions by path (such as /rollout/promote): POST only, with the header
+  // X-Holdfast-Action (which a web page cannot send to another origin, so a
+  // browser cannot be made to act for a page it visits), and the token
+  // where one is required. They answer JSON.
+  std::map<std::string, std::function<nlohmann::json()>> actions;
 };
 
 // HTTP admin endpoint: /healthz, /readyz, /metrics (Prometheus text),
-// /debug/snapshot, /debug/proxies, /debug/status (JSON), and the extra
-// pages. Read-only: nothing served here changes any state. Debug pages never
-// show secrets (see RedactSecrets).
+// /debug/snapshot, /debug/proxies, /debug/status (JSON), the extra pages,
+// and the actions. Pages change nothing; only an action (POST) does. Debug
+// pages never show secrets (see RedactSecrets).
 class AdminServer {
  public:
   static absl::StatusOr<std::unique_ptr<AdminServer>> Start(const std::string& listen_address,
@@ -63,6 +68,7 @@ class AdminServer {
   AdminSources sources_;
   std::unique_ptr<TokenFile> token_;  // null: no authentication (loopback only)
   std::map<std::string, Page> routes_;
+  HttpResponse Act(const HttpRequest& request);
   std::unique_ptr<HttpServer> http_;
   int collector_ = 0;
 };

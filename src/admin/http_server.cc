@@ -241,9 +241,12 @@ void HttpServer::Process(Connection& conn, SteadyTime now) {
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) {
-  if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse response = HttpResponse::Text(405, "only GET and HEAD\n");
-    response.headers.emplace_back("Allow", "GET, HEAD");
+  const bool allowed = request.method == "GET" || request.method == "HEAD" ||
+                       (options_.allow_post && request.method == "POST");
+  if (!allowed) {
+    HttpResponse response = HttpResponse::Text(
+        405, options_.allow_post ? "only GET, HEAD and POST\n" : "only GET and HEAD\n");
+    response.headers.emplace_back("Allow", options_.allow_post ? "GET, HEAD, POST" : "GET, HEAD");
     return response;
   }
   try {

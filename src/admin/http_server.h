@@ -34,6 +34,9 @@ struct HttpServerOptions {
   // Open connections; a new one beyond this closes the one waiting longest
   // for a request (or, if every one is being answered, the oldest).
   int max_connections = 64;
+  // POST without a body is passed to the handler too (admin actions);
+  // otherwise only GET and HEAD are.
+  bool allow_post = false;
 };
 
 // Counts since start, for /metrics and tests.

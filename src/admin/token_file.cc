@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<TokenFile>> TokenFile::Open(const std::string& pa
   auto file = std::unique_ptr<TokenFile>(new TokenFile(path));
   absl::MutexLock lock(&file->mu_);
   if (absl::Status status = file->Refresh(); !status.ok()) return status;
-  struct stat info {};
+  struct stat info{};
   if (stat(path.c_str(), &info) == 0 && (info.st_mode & 077) != 0) {
     LogWarning("admin token file %s can be read by other users: chmod 600 it", path);
   }
@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<TokenFile>> TokenFile::Open(const std::string& pa
 }
 
 absl::Status TokenFile::Refresh() {
-  struct stat info {};
+  struct stat info{};
   absl::StatusOr<std::string> token;
   if (stat(path_.c_str(), &info) != 0) {
     token = absl::UnavailableError(

@@ -231,6 +231,15 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingPath);
   diff_cmd->add_option("--group", diff.group, "The node group to compare")->capture_default_str();
 
+  holdfast::RolloutOptions rollout;
+  CLI::App* rollout_cmd = app.add_subcommand(
+      "rollout", "A running replica's staged rollout: status, or promote or abort it");
+  AddAdminFlags(rollout_cmd, &rollout.admin);
+  rollout_cmd->add_option("action", rollout.action, "status (default), promote or abort")
+      ->check(CLI::IsMember({"status", "promote", "abort"}));
+  rollout_cmd->add_option("-o,--output", rollout.output, "text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
   CLI11_PARSE(app, argc, argv);
   if (verbose) holdfast::SetMinLogLevel(holdfast::LogLevel::kDebug);
   if (log_format == "json") holdfast::SetLogFormat(holdfast::LogFormat::kJson);
@@ -243,5 +252,6 @@ int main(int argc, char** argv) {
   if (proxies_cmd->parsed()) return holdfast::RunProxies(proxies);
   if (dump_cmd->parsed()) return holdfast::RunDump(dump);
   if (diff_cmd->parsed()) return holdfast::RunDiff(diff);
+  if (rollout_cmd->parsed()) return holdfast::RunRollout(rollout);
   return 0;
 }

@@ -208,6 +208,11 @@ AdminSources Server::MakeAdminSources() {
       return StoreJson(config->health(), last_good_->state(), clock_);
     };
   }
+  std::map<std::string, std::function<nlohmann::json()>> actions;
+  if (rollout_) {
+    actions["/rollout/promote"] = [this] { return rollout_->Promote(); };
+    actions["/rollout/abort"] = [this] { return rollout_->Abort(); };
+  }
   return AdminSources{
       .metrics = &metrics_,
       .cache = &cache_,
@@ -223,6 +228,7 @@ AdminSources Server::MakeAdminSources() {
           },
       .status = [this] { return source_->StatusJson(); },
       .pages = std::move(pages),
+      .actions = std::move(actions),
   };
 }
 

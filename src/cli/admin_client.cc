@@ -46,18 +46,25 @@ absl::StatusOr<AdminClient> AdminClient::Create(AdminEndpoint endpoint) {
   return AdminClient(std::move(endpoint), std::move(token));
 }
 
-absl::StatusOr<std::string> AdminClient::Get(const std::string& path) const {
+absl::StatusOr<std::string> AdminClient::Request(const std::string& method,
+                                                 const std::string& path) const {
   const std::string url = endpoint_.url + path;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> easy(curl_easy_init(), &curl_easy_cleanup);
   if (easy == nullptr) return absl::ResourceExhaustedError("curl_easy_init failed");
   curl_slist* headers = nullptr;
   const std::string auth = absl::StrCat("Authorization: Bearer ", token_);
   if (!token_.empty()) headers = curl_slist_append(headers, auth.c_str());
+  if (method == "POST") headers = curl_slist_append(headers, "X-Holdfast-Action: cli");
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> free_headers(headers,
                                                                            &curl_slist_free_all);
   std::string body;
   CURL* e = easy.get();
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  if (method == "POST") {
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+  }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
@@ -79,6 +86,15 @@ absl::StatusOr<std::string> AdminClient::Get(const std::string& path) const {
   }
   if (http == 404) return absl::NotFoundError(said);
   return absl::InternalError(said);
+}
+
+absl::StatusOr<nlohmann::json> AdminClient::Act(const std::string& path) const {
+  absl::StatusOr<std::string> body = Request("POST", path);
+  if (!body.ok()) return body.status();
+  nlohmann::json doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded())
+    return absl::InternalError(absl::StrCat(endpoint_.url, path, ": not JSON"));
+  return doc;
 }
 
 absl::StatusOr<nlohmann::json> AdminClient::GetJson(const std::string& path) const {

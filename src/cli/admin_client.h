@@ -26,12 +26,16 @@ class AdminClient {
 
   // GET `path` ("/debug/proxies"); the body when the answer is 200, or,
   // for /readyz, 503 too.
-  absl::StatusOr<std::string> Get(const std::string& path) const;
+  absl::StatusOr<std::string> Get(const std::string& path) const { return Request("GET", path); }
   absl::StatusOr<nlohmann::json> GetJson(const std::string& path) const;
+  // POST `path` as an admin action (no body, X-Holdfast-Action); its JSON.
+  absl::StatusOr<nlohmann::json> Act(const std::string& path) const;
 
   const std::string& url() const { return endpoint_.url; }
 
  private:
+  absl::StatusOr<std::string> Request(const std::string& method, const std::string& path) const;
+
   AdminClient(AdminEndpoint endpoint, std::string token)
       : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
 

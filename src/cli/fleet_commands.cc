@@ -165,4 +165,34 @@ int RunDump(const DumpOptions& options) {
   return 0;
 }
 
+int RunRollout(const RolloutOptions& options) {
+  absl::StatusOr<AdminClient> client = AdminClient::Create(options.admin);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<nlohmann::json> answer = options.action == "status"
+                                              ? client->GetJson("/debug/rollout")
+                                              : client->Act("/rollout/" + options.action);
+  if (answer.status().code() == absl::StatusCode::kNotFound ||
+      answer.status().code() == absl::StatusCode::kInternal) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        client->url(),
+        " has no staged rollout (serve --rollout-canary-*): ", answer.status().message())));
+  }
+  if (!answer.ok()) return Fail(answer.status());
+  const nlohmann::json rollout = options.action == "status" ? *answer : (*answer)["rollout"];
+  if (options.output == "json") {
+    std::printf("%s\n", answer->dump(2).c_str());
+  } else {
+    std::printf("stage      %s since %s\nstable     %s\n", rollout.value("stage", "").c_str(),
+                rollout.value("since", "").c_str(), rollout.value("stable", "").c_str());
+    if (!rollout.value("candidate", "").empty()) {
+      std::printf("candidate  %s\n", rollout.value("candidate", "").c_str());
+    }
+    if (!rollout.value("reason", "").empty()) {
+      std::printf("reason     %s\n", rollout.value("reason", "").c_str());
+    }
+  }
+  if (options.action != "status") return (*answer).value("done", false) ? 0 : 1;
+  return rollout.value("stage", "") == "held" ? 1 : 0;
+}
+
 }  // namespace holdfast

@@ -43,4 +43,16 @@ struct DumpOptions {
 // the replica cannot be asked.
 int RunDump(const DumpOptions& options);
 
+struct RolloutOptions {
+  AdminEndpoint admin;
+  std::string action = "status";  // status, promote or abort
+  std::string output = "text";    // or "json"
+};
+
+// `holdfast rollout status|promote|abort`: a replica's staged rollout
+// (/debug/rollout), or the operator's decision on it. Exit code: status 0
+// unless held (1); promote and abort 0 when done, 1 when there was nothing
+// to do; 2 when the replica cannot be asked or has no rollout.
+int RunRollout(const RolloutOptions& options);
+
 }  // namespace holdfast

@@ -137,6 +137,26 @@ void RolloutController::ApplyLocked() {
   }
 }
 
+nlohmann::json RolloutController::Promote() {
+  bool done;
+  {
+    absl::MutexLock lock(&mu_);
+    done = rollout_.Promote(clock_.Now());
+    ApplyLocked();
+  }
+  return {{"done", done}, {"rollout", ToJson()}};
+}
+
+nlohmann::json RolloutController::Abort() {
+  bool done;
+  {
+    absl::MutexLock lock(&mu_);
+    done = rollout_.Abort(clock_.Now());
+    ApplyLocked();
+  }
+  return {{"done", done}, {"rollout", ToJson()}};
+}
+
 nlohmann::json RolloutController::ToJson() const {
   absl::MutexLock lock(&mu_);
   const RolloutPolicy& policy = options_.policy;

@@ -43,6 +43,10 @@ class RolloutController {
   void Check();
   // /debug/rollout.
   nlohmann::json ToJson() const;
+  // The operator's: serve the candidate to everyone now; hold it (canaries
+  // back on the stable snapshot). {"done": whether there was one, "rollout"}.
+  nlohmann::json Promote();
+  nlohmann::json Abort();
 
  private:
   void Offer(SnapshotPtr snapshot);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "gtest/gtest.h"
@@ -173,6 +174,40 @@ TEST_F(AdminServerTest, ReportsConnectionLimitsInMetrics) {
             std::string::npos)
       << body;
   EXPECT_NE(body.find("holdfast_admin_connections "), std::string::npos) << body;
+}
+
+TEST_F(AdminServerTest, AnActionNeedsPostItsHeaderAndTheToken) {
+  AdminSources sources = Sources();
+  int acted = 0;
+  sources.actions["/rollout/promote"] = [&acted] {
+    ++acted;
+    return nlohmann::json{{"done", true}};
+  };
+  auto server = AdminServer::Start("127.0.0.1:0", {.token_file = token_file_}, std::move(sources));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  auto send = [port](const std::string& request) {
+    TestClient client(port);
+    EXPECT_TRUE(client.Send(request));
+    auto response = client.Read();
+    return response.has_value() ? std::make_pair(response->status, response->body)
+                                : std::make_pair(0, std::string());
+  };
+  const std::string bearer = std::string("Authorization: Bearer ") + kToken + "\r\n";
+  auto post = [](const std::string& path, const std::string& headers) {
+    return absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n", headers,
+                        "\r\n");
+  };
+  EXPECT_EQ(send(post("/rollout/promote", "X-Holdfast-Action: test\r\n")).first, 401);
+  EXPECT_EQ(send(post("/rollout/promote", bearer)).first, 403) << "no action header";
+  EXPECT_EQ(send(Get("/rollout/promote", bearer)).first, 405) << "an action is POST only";
+  EXPECT_EQ(send(post("/debug/status", bearer + "X-Holdfast-Action: test\r\n")).first, 405)
+      << "a page is not an action";
+  EXPECT_EQ(acted, 0);
+  auto [status, body] = send(post("/rollout/promote", bearer + "X-Holdfast-Action: test\r\n"));
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(body.find("\"done\": true"), std::string::npos) << body;
+  EXPECT_EQ(acted, 1);
 }
 
 TEST(FleetToJsonTest, CountsByGroupAndStateAndListsTroubleFirstWithinALimit) {

@@ -90,3 +90,44 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
         waited = parse_time(eds["acked_at"]) - parse_time(canary_eds["acked_at"])
         assert waited >= BAKE_S - 0.5, \
             f"{client.node_id} got the change {waited:.2f}s after the canary ACKed it"
+
+
+def holdfast_cli(*args):
+    import subprocess
+    from hf_world import Binaries
+    return subprocess.run([Binaries.from_env().holdfast, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_the_operator_aborts_and_promotes_by_hand(gateway_world):
+    w = gateway_world
+    w.config.write("upstreams.yaml", upstream("alpha", w.alpha.port))
+    w.config.write("echo.yaml", virtual_service("echo", [route({"prefix": "/"}, upstream="alpha")]))
+    w.holdfast.start(extra_args=["--rollout-canary-metadata", "canary=yes",
+                                 "--rollout-bake", "1h", "--rollout-ack-timeout", "1h"])
+    w.holdfast.wait_ready()
+    admin = f"127.0.0.1:{w.holdfast.admin.port}"
+    canary = w.client("cpp", node_metadata={"canary": "yes"})
+    other = w.client("cpp")
+    for client in (canary, other):
+        client.wait_serving("alpha", timeout=START_TIMEOUT)
+
+    w.config.write("upstreams.yaml", upstream("alpha", w.beta.port))
+    canary.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
+    status = holdfast_cli("rollout", "status", "--admin", admin)
+    assert status.returncode == 0 and "stage      baking" in status.stdout, status.stdout
+    other.wait_serving("alpha", since=other.mark(), timeout=CONVERGE_TIMEOUT)
+
+    aborted = holdfast_cli("rollout", "abort", "--admin", admin)
+    assert aborted.returncode == 0 and "aborted by the operator" in aborted.stdout, \
+        (aborted.stdout, aborted.stderr)
+    canary.wait_serving("alpha", since=canary.mark(), timeout=CONVERGE_TIMEOUT)
+    assert holdfast_cli("rollout", "status", "--admin", admin).returncode == 1, "held: exit 1"
+
+    promoted = holdfast_cli("rollout", "promote", "--admin", admin, "-o", "json")
+    assert promoted.returncode == 0, (promoted.stdout, promoted.stderr)
+    assert json.loads(promoted.stdout)["rollout"]["reason"] == "promoted by the operator"
+    for client in (canary, other):
+        client.wait_serving("beta", since=client.mark(), timeout=CONVERGE_TIMEOUT)
+    again = holdfast_cli("rollout", "promote", "--admin", admin)
+    assert again.returncode == 1, "nothing left to promote"
