@@ -137,21 +137,15 @@ void RolloutController::ApplyLocked() {
   }
 }
 
-nlohmann::json RolloutController::Promote() {
-  bool done;
-  {
-    absl::MutexLock lock(&mu_);
-    done = rollout_.Promote(clock_.Now());
-    ApplyLocked();
-  }
-  return {{"done", done}, {"rollout", ToJson()}};
-}
+nlohmann::json RolloutController::Promote() { return Decide(&Rollout::Promote); }
 
-nlohmann::json RolloutController::Abort() {
+nlohmann::json RolloutController::Abort() { return Decide(&Rollout::Abort); }
+
+nlohmann::json RolloutController::Decide(bool (Rollout::*decision)(absl::Time)) {
   bool done;
   {
     absl::MutexLock lock(&mu_);
-    done = rollout_.Abort(clock_.Now());
+    done = (rollout_.*decision)(clock_.Now());
     ApplyLocked();
   }
   return {{"done", done}, {"rollout", ToJson()}};

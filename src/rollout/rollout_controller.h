@@ -50,6 +50,7 @@ class RolloutController {
 
  private:
   void Offer(SnapshotPtr snapshot);
+  nlohmann::json Decide(bool (Rollout::*decision)(absl::Time));
   // Publishes what the rollout says, and records a change of stage.
   void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StablePath() const;
