@@ -6,7 +6,8 @@
 // page once (median of 15): /debug/fleet (what the page polls every 2 s),
 // /debug/proxies (every stream in full, for the CLI), CSDS as JSON about one
 // node, and CSDS about every node as the gRPC service encodes it (its size,
-// and whether the 64 MiB bound refuses it). Prints one markdown row per N.
+// and whether the 64 MiB bound refuses it), and a staged rollout's check
+// of its canaries (1% of the proxies). Prints one markdown row per N.
 //
 //   admin_pages_bench [N ...]   (default: 1000 10000)
 #include <time.h>
@@ -20,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/admin/admin_server.h"
+#include "src/rollout/canary_report.h"
 #include "src/xds/client_status.h"
 #include "test/unit/test_resources.h"
 
@@ -75,9 +77,16 @@ void Row(int n, const SnapshotPtr& snapshot) {
       proxy->RecordSent(types[2], "v2", {snapshot, Selection{.wildcard = true}}, absl::UnixEpoch());
       proxy->RecordNack(types[2], NackRecord{.version = "v2", .error = "lb_policy unsupported"});
     }
+    if (i % 100 == 1) proxy->SetCanary();  // 1% canaries, as a staged rollout would pick
     registry.Add(proxy, i + 1);
     keep.push_back(std::move(proxy));
   }
+  // A staged rollout's check (four times a second): the canaries' report
+  // against a candidate.
+  const double rollout_check = MedianMillis([&] {
+    CanaryReport report = ReportCanaries(registry.Canaries(), snapshot);
+    return std::to_string(report.acked);
+  });
   const double fleet = MedianMillis([&] { return FleetToJson(registry.List(), 100).dump(); });
   const double proxies = MedianMillis([&] { return ProxiesToJson(registry.List()).dump(); });
   const double one =
@@ -90,8 +99,9 @@ void Row(int n, const SnapshotPtr& snapshot) {
   const double grpc = MedianMillis([&] { return whole()->SerializeAsString(); });
   const size_t grpc_bytes = whole()->ByteSizeLong();
   const bool refused = !AnswerClientStatus({}, registry.List()).ok();
-  std::printf("| %d | %.1f ms | %.1f ms | %.1f ms | %.0f ms, %.0f MB, %s |\n", n, fleet, proxies,
-              one, grpc, grpc_bytes / 1e6, refused ? "refused" : "answered");
+  std::printf("| %d | %.1f ms | %.1f ms | %.1f ms | %.0f ms, %.0f MB, %s | %.2f ms |\n", n, fleet,
+              proxies, one, grpc, grpc_bytes / 1e6, refused ? "refused" : "answered",
+              rollout_check);
 }
 
 }  // namespace
@@ -104,8 +114,8 @@ int main(int argc, char** argv) {
   const holdfast::SnapshotPtr snapshot = holdfast::Gateway();
   std::printf(
       "| proxies | /debug/fleet | /debug/proxies | /debug/client_status, one node | "
-      "CSDS, every node with contents (by default) |\n");
-  std::printf("|---|---|---|---|---|\n");
+      "CSDS, every node with contents (by default) | rollout check, 1% canaries |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (int n : sizes) holdfast::Row(n, snapshot);
   return 0;
 }

@@ -78,10 +78,7 @@ void RolloutController::Offer(SnapshotPtr snapshot) {
 }
 
 void RolloutController::Check() {
-  std::vector<ProxyView> canaries;
-  for (ProxyView& proxy : proxies_->List()) {
-    if (proxy.canary) canaries.push_back(std::move(proxy));
-  }
+  const std::vector<ProxyView> canaries = proxies_->Canaries();
   canaries_->Set(static_cast<double>(canaries.size()));
   absl::MutexLock lock(&mu_);
   if (rollout_.stage() != Rollout::Stage::kBaking) return;

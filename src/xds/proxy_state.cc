@@ -28,6 +28,11 @@ void ProxyState::SetCanary() {
   view_.canary = true;
 }
 
+bool ProxyState::canary() const {
+  absl::MutexLock lock(&mu_);
+  return view_.canary;
+}
+
 void ProxyState::SetIdentity(std::string identity) {
   absl::MutexLock lock(&mu_);
   view_.identity = std::move(identity);
@@ -136,6 +141,14 @@ std::vector<ProxyView> ProxyRegistry::List() const {
   std::vector<ProxyView> views;
   views.reserve(proxies.size());
   for (const auto& proxy : proxies) views.push_back(proxy->View());
+  return views;
+}
+
+std::vector<ProxyView> ProxyRegistry::Canaries() const {
+  std::vector<ProxyView> views;
+  for (const auto& proxy : Proxies()) {
+    if (proxy->canary()) views.push_back(proxy->View());
+  }
   return views;
 }
 

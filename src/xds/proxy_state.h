@@ -95,6 +95,7 @@ class ProxyState {
   void SetNode(const envoy::config::core::v3::Node& node, std::string group);
   void SetIdentity(std::string identity);
   void SetCanary();
+  bool canary() const;
   void RecordSent(const std::string& type_url, const std::string& version, HeldView view,
                   absl::Time at);
   void RecordAck(const std::string& type_url, const std::string& version, HeldView view,
@@ -128,6 +129,8 @@ class ProxyRegistry {
   void Add(std::shared_ptr<ProxyState> proxy, uint64_t stream_id);
   void Remove(uint64_t stream_id);
   std::vector<ProxyView> List() const;
+  // The canaries of a staged rollout only (copying no other view).
+  std::vector<ProxyView> Canaries() const;
   size_t size() const;
   // How many proxies stand where (for metrics: no view is copied).
   std::map<ProxySync, size_t> CountBySync() const;
