@@ -7,7 +7,10 @@ grpc-go, grpc-js-xds).
   /debug/rollout, the metrics and the log, and no other client is ever sent
   the change; every client keeps routing on the previous configuration;
 - a fixed change then bakes on the canary and is promoted: every client
-  routes on it, the others at least the bake time after the canary ACKed it."""
+  routes on it, the others at least the bake time after the canary ACKed it;
+- the operator aborts and promotes by hand (holdfast rollout);
+- a canary that is connected but silent (SIGSTOP) holds the rollout after
+  the ACK timeout."""
 
 import json
 
@@ -131,3 +134,27 @@ def test_the_operator_aborts_and_promotes_by_hand(gateway_world):
         client.wait_serving("beta", since=client.mark(), timeout=CONVERGE_TIMEOUT)
     again = holdfast_cli("rollout", "promote", "--admin", admin)
     assert again.returncode == 1, "nothing left to promote"
+
+
+def test_a_canary_that_does_not_ack_holds_the_rollout_after_the_timeout(gateway_world):
+    import signal
+    w = gateway_world
+    w.config.write("upstreams.yaml", upstream("alpha", w.alpha.port))
+    w.config.write("echo.yaml", virtual_service("echo", [route({"prefix": "/"}, upstream="alpha")]))
+    w.holdfast.start(extra_args=["--rollout-canary-metadata", "canary=yes",
+                                 "--rollout-bake", "1s", "--rollout-ack-timeout", "3s"])
+    w.holdfast.wait_ready()
+    canary = w.client("go", node_metadata={"canary": "yes"})
+    other = w.client("cpp")
+    for client in (canary, other):
+        client.wait_serving("alpha", timeout=START_TIMEOUT)
+    canary.proc.proc.send_signal(signal.SIGSTOP)  # alive, connected, silent
+    try:
+        w.config.write("upstreams.yaml", upstream("alpha", w.beta.port))
+        held = wait_for(lambda: rollout(w.holdfast), lambda r: r["stage"] == "held",
+                        timeout=CONVERGE_TIMEOUT, what="the rollout held by the silent canary")
+        assert "1 of 1 canaries did not ACK" in held["reason"] and "within 3s" in held["reason"], \
+            held
+        other.wait_serving("alpha", since=other.mark(), timeout=CONVERGE_TIMEOUT)
+    finally:
+        canary.proc.proc.send_signal(signal.SIGCONT)
