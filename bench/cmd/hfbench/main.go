@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -35,6 +36,8 @@ type config struct {
 	outDir       string
 	servers      []string
 	scenarios    []string
+	repeat       int    // runs of every scenario; the order of servers alternates
+	serverCPU    string // taskset CPU list for the servers ("" : not pinned)
 	params       fleetcfg.Params
 
 	dialBatch   int
@@ -136,6 +139,8 @@ func suite(args []string) {
 	xdsRoot := fs.String("xds-root", "/dev/shm", "parent of holdfast's config directories: a tmpfs, so that writing a change costs what handing it to the peer costs (empty: under --out)")
 	servers := fs.String("servers", kindHoldfast+","+kindPeer+","+kindPeerSnapshot, "servers, in order")
 	scenarios := fs.String("scenarios", "fanout,storm,churn,slow", "scenarios, in order (fanout includes memory)")
+	fs.IntVar(&cfg.repeat, "repeat", 3, "runs of each scenario (servers in alternating order); the table shows the median and min-max")
+	fs.StringVar(&cfg.serverCPU, "server-cpu", "", "pin the servers to these CPUs (taskset -c LIST) and this driver, the load generator, to the others")
 	paramFlags(fs, &cfg.params)
 	fs.IntVar(&cfg.dialBatch, "dial-batch", 1000, "connections being set up at once (somaxconn is 4096)")
 	fs.DurationVar(&cfg.waitTimeout, "timeout", 5*time.Minute, "longest wait for a fleet to converge")
@@ -245,8 +250,45 @@ func suite(args []string) {
 	res := &results{}
 	start := time.Now()
 	res.note("load average at start: %s", loadavg())
+	pinDriver(cfg)
+	for rep := 0; rep < cfg.repeat; rep++ {
+		order := append([]string(nil), cfg.servers...)
+		if rep%2 == 1 { // alternate, so that no server always runs first (or last)
+			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+		log.Printf("##### run %d of %d: %s", rep+1, cfg.repeat, strings.Join(order, ", "))
+		runScenarios(cfg, res, order)
+	}
+	res.note("load average at end: %s; total wall time %s", loadavg(), time.Since(start).Round(time.Second))
+
+	md := res.markdown(cfg)
+	fmt.Print(md)
+	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.md"), []byte(md), 0o644)
+	raw, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.json"), raw, 0o644)
+	log.Printf("results in %s", cfg.outDir)
+}
+
+// loadavg returns /proc/loadavg's first three fields: other work on the
+// machine shows here.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// runScenarios runs every scenario once on every server, in `order`.
+func runScenarios(cfg *config, res *results, order []string) {
 	for _, sc := range cfg.scenarios {
-		for _, kind := range cfg.servers {
+		for _, kind := range order {
 			log.Printf("=== %s: %s", sc, kind)
 			var err error
 			switch sc {
@@ -276,26 +318,54 @@ func suite(args []string) {
 			runtime.GC()
 		}
 	}
-	res.note("load average at end: %s; total wall time %s", loadavg(), time.Since(start).Round(time.Second))
-
-	md := res.markdown(cfg)
-	fmt.Print(md)
-	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.md"), []byte(md), 0o644)
-	raw, _ := json.MarshalIndent(res, "", "  ")
-	_ = os.WriteFile(filepath.Join(cfg.outDir, "results.json"), raw, 0o644)
-	log.Printf("results in %s", cfg.outDir)
 }
 
-// loadavg returns /proc/loadavg's first three fields: other work on the
-// machine shows here.
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
+// pinDriver keeps this process (the load generator) off the servers' CPUs.
+func pinDriver(cfg *config) {
+	if cfg.serverCPU == "" {
+		return
+	}
+	servers, err := cpuSet(cfg.serverCPU)
 	if err != nil {
-		return "?"
+		log.Fatalf("--server-cpu: %v", err)
 	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "?"
+	var rest []string
+	for c := 0; c < runtime.NumCPU(); c++ {
+		if !servers[c] {
+			rest = append(rest, strconv.Itoa(c))
+		}
 	}
-	return strings.Join(f[:3], " ")
+	if len(rest) == 0 {
+		log.Fatalf("--server-cpu %s leaves no CPU for the load generator", cfg.serverCPU)
+	}
+	// -a: every thread of this process, the Go runtime's included.
+	out, err := exec.Command("taskset", "-a", "-p", "-c", strings.Join(rest, ","),
+		strconv.Itoa(os.Getpid())).CombinedOutput()
+	if err != nil {
+		log.Fatalf("taskset: %v: %s", err, out)
+	}
+	runtime.GOMAXPROCS(len(rest))
+	log.Printf("servers pinned to CPUs %s, load generator to %s", cfg.serverCPU, strings.Join(rest, ","))
+}
+
+// cpuSet parses a taskset CPU list: "0", "0,2", "0-1".
+func cpuSet(list string) (map[int]bool, error) {
+	set := map[int]bool{}
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, err
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, err
+			}
+		}
+		for c := a; c <= b; c++ {
+			set[c] = true
+		}
+	}
+	return set, nil
 }

@@ -15,7 +15,37 @@ type row struct {
 	Scenario string
 	Metric   string
 	Unit     string
-	Values   map[string]float64
+	Values   map[string][]float64 // by server, one per run
+}
+
+// median of the runs, and whether there were any.
+func (x *row) median(kind string) (float64, bool) {
+	v := append([]float64(nil), x.Values[kind]...)
+	if len(v) == 0 {
+		return 0, false
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// cell shows the median, and the range when there were several runs.
+func (x *row) cell(kind string) string {
+	m, ok := x.median(kind)
+	if !ok {
+		return "—"
+	}
+	v := x.Values[kind]
+	if len(v) == 1 {
+		return fmtVal(m)
+	}
+	lo, hi := v[0], v[0]
+	for _, y := range v {
+		lo, hi = math.Min(lo, y), math.Max(hi, y)
+	}
+	return fmt.Sprintf("%s (%s–%s)", fmtVal(m), fmtVal(lo), fmtVal(hi))
 }
 
 type results struct {
@@ -30,11 +60,12 @@ func (r *results) add(scenario, metric, unit, kind string, v float64) {
 	log.Printf("    %s | %s: %s %s", kind, metric, fmtVal(v), unit)
 	for _, x := range r.Rows {
 		if x.Scenario == scenario && x.Metric == metric {
-			x.Values[kind] = v
+			x.Values[kind] = append(x.Values[kind], v)
 			return
 		}
 	}
-	r.Rows = append(r.Rows, &row{Scenario: scenario, Metric: metric, Unit: unit, Values: map[string]float64{kind: v}})
+	r.Rows = append(r.Rows, &row{Scenario: scenario, Metric: metric, Unit: unit,
+		Values: map[string][]float64{kind: {v}}})
 }
 
 func (r *results) note(format string, args ...any) {
@@ -69,8 +100,8 @@ func (r *results) markdown(cfg *config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nConfiguration: %d clusters (EDS, %d endpoints each), %d routes in 1 RouteConfiguration, %d listeners.\n\n",
 		cfg.params.Clusters, cfg.params.EndpointsPerCluster, cfg.params.Routes, cfg.params.Listeners)
-	// One column per server, in the order run, then holdfast's ratio to each
-	// other server. A ratio of a figure that can be zero or negative (growth)
+	// One column per server (the median of the runs, and their range), then
+	// holdfast's ratio to each other server, of the medians. A ratio of a figure that can be zero or negative (growth)
 	// means nothing and is left out.
 	var others []string
 	header := "| scenario | metric | unit |"
@@ -93,15 +124,11 @@ func (r *results) markdown(cfg *config) string {
 	for _, x := range rows {
 		line := fmt.Sprintf("| %s | %s | %s |", x.Scenario, x.Metric, x.Unit)
 		for _, kind := range cfg.servers {
-			if v, ok := x.Values[kind]; ok {
-				line += " " + fmtVal(v) + " |"
-			} else {
-				line += " — |"
-			}
+			line += " " + x.cell(kind) + " |"
 		}
-		hf, okh := x.Values[kindHoldfast]
+		hf, okh := x.median(kindHoldfast)
 		for _, kind := range others {
-			v, ok := x.Values[kind]
+			v, ok := x.median(kind)
 			if okh && ok && v > 0 && hf >= 0 {
 				line += fmt.Sprintf(" %.2f |", hf/v)
 			} else {

@@ -79,6 +79,9 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 	default:
 		return nil, fmt.Errorf("unknown server kind %q", kind)
 	}
+	if cfg.serverCPU != "" { // the same CPUs for every server
+		s.cmd = exec.Command("taskset", append([]string{"-c", cfg.serverCPU}, s.cmd.Args...)...)
+	}
 	logf, err := os.Create(s.logPath)
 	if err != nil {
 		return nil, err
