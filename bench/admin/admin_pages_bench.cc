@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   const holdfast::SnapshotPtr snapshot = holdfast::Gateway();
   std::printf(
       "| proxies | /debug/fleet | /debug/proxies | /debug/client_status, one node | "
-      "CSDS, every node with contents (by default) | rollout check, 1% canaries |\n");
+      "CSDS, every node with contents (by default) | rollout check, 1%% canaries |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (int n : sizes) holdfast::Row(n, snapshot);
   return 0;
