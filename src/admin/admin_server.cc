@@ -11,11 +11,6 @@
 namespace holdfast {
 namespace {
 
-std::string Timestamp(absl::Time t) {
-  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return "";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-}
-
 // Every message shown goes through here, so no page prints a secret.
 nlohmann::json PlainMessageJson(const google::protobuf::Message& message) {
   std::string json;
@@ -78,13 +73,13 @@ nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit) 
                          {"state", "nacking"},
                          {"version", progress.nack->version},
                          {"error", progress.nack->error},
-                         {"since", Timestamp(progress.nack->at)}});
+                         {"since", FormatTimestamp(progress.nack->at)}});
         since = std::min(since, progress.nack->at);
       } else if (progress.acked_version != progress.last_sent_version) {
         types.push_back({{"type_url", type_url},
                          {"state", "pending"},
                          {"version", progress.last_sent_version},
-                         {"since", Timestamp(progress.sent_at)}});
+                         {"since", FormatTimestamp(progress.sent_at)}});
         since = std::min(since, progress.sent_at);
       }
     }
@@ -94,7 +89,7 @@ nlohmann::json FleetToJson(const std::vector<ProxyView>& proxies, size_t limit) 
                       {"canary", proxy.canary},
                       {"stream", proxy.stream_kind},
                       {"peer", proxy.peer},
-                      {"since", Timestamp(since)},
+                      {"since", FormatTimestamp(since)},
                       {"types", types}});
   }
   return {{"total", proxies.size()},
@@ -114,11 +109,11 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                 {"nonce", progress.nack->nonce},
                 {"code", progress.nack->code},
                 {"error", progress.nack->error},
-                {"at", Timestamp(progress.nack->at)}};
+                {"at", FormatTimestamp(progress.nack->at)}};
       }
       types[type_url] = {{"last_sent_version", progress.last_sent_version},
                          {"acked_version", progress.acked_version},
-                         {"acked_at", Timestamp(progress.acked_at)},
+                         {"acked_at", FormatTimestamp(progress.acked_at)},
                          {"nack", nack},
                          {"responses_sent", progress.responses_sent},
                          {"acks", progress.acks},
@@ -132,7 +127,7 @@ nlohmann::json ProxiesToJson(const std::vector<ProxyView>& proxies) {
                     {"user_agent", proxy.user_agent},
                     {"peer", proxy.peer},
                     {"stream", proxy.stream_kind},
-                    {"connected_since", Timestamp(proxy.connected_since)},
+                    {"connected_since", FormatTimestamp(proxy.connected_since)},
                     {"state", ProxySyncName(SyncOf(proxy))},
                     {"canary", proxy.canary},
                     {"types", types}});
@@ -148,7 +143,7 @@ nlohmann::json RefusalsToJson(const std::vector<IdentityRefusalRecord>& refusals
                     {"expected", refusal.expected},
                     {"reason", refusal.reason},
                     {"stream", refusal.stream_kind},
-                    {"at", Timestamp(refusal.at)}});
+                    {"at", FormatTimestamp(refusal.at)}});
   }
   return list;
 }
@@ -203,7 +198,7 @@ nlohmann::json SnapshotsToJson(const SnapshotCache& cache, bool with_resources) 
       types[type_url] = {{"version", snapshot.TypeVersion(type_url)}, {"resources", resources}};
     }
     groups[group] = {{"version", snapshot.version()},
-                     {"created", Timestamp(snapshot.created())},
+                     {"created", FormatTimestamp(snapshot.created())},
                      {"sequence", published.sequence},
                      {"types", types}};
   }

@@ -17,9 +17,8 @@ std::vector<EventLog::Event> EventLog::Recent() const {
 nlohmann::json EventLog::ToJson() const {
   nlohmann::json list = nlohmann::json::array();
   for (const Event& event : Recent()) {
-    list.push_back({{"at", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", event.at, absl::UTCTimeZone())},
-                    {"kind", event.kind},
-                    {"message", event.message}});
+    list.push_back(
+        {{"at", FormatTimestamp(event.at)}, {"kind", event.kind}, {"message", event.message}});
   }
   return list;
 }

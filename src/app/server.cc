@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "src/app/etcd_flags.h"
 #include "src/app/readiness.h"
+#include "src/common/clock.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -238,7 +239,7 @@ nlohmann::json Server::ReplicaJson() const {
                        : !options_.xds_dir.empty() ? "xds-directory"
                                                    : "directory";
   return {{"version", HOLDFAST_VERSION},
-          {"started", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", started_, absl::UTCTimeZone())},
+          {"started", FormatTimestamp(started_)},
           {"uptime_seconds", absl::ToDoubleSeconds(clock_.Now() - started_)},
           {"source", source},
           {"control_plane_id", options_.control_plane_id},

@@ -36,4 +36,13 @@ void SimulatedClock::Advance(absl::Duration d) {
   elapsed_ += d;
 }
 
+std::string FormatTimestamp(absl::Time t) {
+  if (t == absl::InfinitePast() || t == absl::InfiniteFuture()) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+std::string FormatKubeTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
 }  // namespace holdfast

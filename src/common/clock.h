@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -34,5 +36,14 @@ class SimulatedClock : public Clock {
   absl::Time now_ ABSL_GUARDED_BY(mu_);
   absl::Duration elapsed_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };
+
+// UTC, RFC 3339 to the millisecond ("2026-12-02T10:34:02.123Z"): the one
+// format of times in logs, admin pages and the JSON holdfast serves. An
+// infinite time (never) is "".
+std::string FormatTimestamp(absl::Time t);
+
+// UTC, RFC 3339 to the second ("2026-12-02T10:34:02Z"): Kubernetes'
+// metav1.Time, as in status conditions.
+std::string FormatKubeTime(absl::Time t);
 
 }  // namespace holdfast

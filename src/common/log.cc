@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "src/common/clock.h"
 #include "src/common/utf8.h"
 
 namespace holdfast {
@@ -70,7 +71,7 @@ void SetLogFormat(LogFormat format) { log_format = format; }
 
 std::string FormatLogLine(LogFormat format, absl::Time time, LogLevel level,
                           absl::string_view message) {
-  const std::string when = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone());
+  const std::string when = FormatTimestamp(time);
   if (format == LogFormat::kText) {
     return absl::StrFormat("%s %-5s %s\n", when, LevelName(level), message);
   }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/common/clock.h"
 #include "src/gateway_api/synthesized_names.h"
 #include "src/kube/json_fields.h"
 
@@ -210,7 +211,7 @@ StatusMap DebugStatuses(const GatewayApiStatuses& statuses, const Conversion& co
 }
 
 json GatewayApiStatusJson(const GatewayApiStatus& status, const json& current, absl::Time now) {
-  const std::string at = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now, absl::UTCTimeZone());
+  const std::string at = FormatKubeTime(now);
   json out = current.is_object() ? current : json::object();
   if (status.key.kind == kHttpRouteKind || status.key.kind == kGrpcRouteKind) {
     out["parents"] = ParentsJson(status, current, at);

@@ -15,11 +15,6 @@ std::string Version(const SnapshotPtr& snapshot) {
   return snapshot == nullptr ? "" : snapshot->version();
 }
 
-std::string Time(absl::Time t) {
-  if (t == absl::InfinitePast()) return "";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-}
-
 }  // namespace
 
 RolloutController::RolloutController(Options options, SnapshotCache* staged, SnapshotCache* serving,
@@ -154,7 +149,7 @@ nlohmann::json RolloutController::ToJson() const {
   return {{"stage", RolloutStageName(rollout_.stage())},
           {"stable", Version(rollout_.stable())},
           {"candidate", Version(rollout_.candidate())},
-          {"since", Time(rollout_.since())},
+          {"since", FormatTimestamp(rollout_.since())},
           {"reason", rollout_.reason()},
           {"canaries",
            {{"connected", last_report_.canaries},

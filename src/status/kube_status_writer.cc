@@ -266,8 +266,7 @@ nlohmann::json KubeStatusWriter::StatusToWrite(const Leadership& leadership,
                                                const nlohmann::json& content) const {
   nlohmann::json status = content;
   const nlohmann::json& old_conditions = JsonField(JsonField(stored, "status"), "conditions");
-  const std::string now =
-      absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", clock_.Now(), absl::UTCTimeZone());
+  const std::string now = FormatKubeTime(clock_.Now());
   for (nlohmann::json& condition : status["conditions"]) {
     // A condition keeps its transition time while its status holds.
     condition["lastTransitionTime"] = now;
