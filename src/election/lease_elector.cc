@@ -276,9 +276,11 @@ bool LeaseElector::IsLeftover(const Candidate& candidate, int64_t first_own_revi
 }
 
 std::optional<LeaseElector::TermGuard> LeaseElector::HoldTerm(int64_t term) {
-  TermGuard guard(&release_mu_);
-  const Leadership now = Current();
+  TermGuard guard(&release_mu_, clock_);
+  absl::MutexLock lock(&mu_);
+  const Leadership now = ViewLocked();
   if (!now.is_leader || now.term != term) return std::nullopt;
+  guard.deadline_ = last_renew_sent_ + options_.renew_deadline;
   return guard;
 }
 

@@ -120,13 +120,25 @@ class LeaseElector {
   // policy reads the Lease from a cache, so it accepted a write that landed
   // just after the release.) Hold it only for the write: a Tick() that
   // releases waits for it. A thread holding one must not ask for another.
+  //
+  // A store can still apply a write after the writer's term has ended (the
+  // API server waits for its etcd, then commits). TimeLeft() bounds it:
+  // send the write with that deadline and the store abandons it before
+  // another replica can take over (docs/kubernetes.md "Fencing").
   class TermGuard {
    public:
-    explicit TermGuard(absl::Mutex* release_mu)
-        : lock_(std::make_unique<absl::ReaderMutexLock>(release_mu)) {}
+    TermGuard(absl::Mutex* release_mu, const Clock& clock)
+        : lock_(std::make_unique<absl::ReaderMutexLock>(release_mu)), clock_(&clock) {}
+
+    // Time until the term's renew deadline (monotonic clock); may be
+    // negative once it has passed.
+    absl::Duration TimeLeft() const { return deadline_ - clock_->Monotonic(); }
 
    private:
+    friend class LeaseElector;
     std::unique_ptr<absl::ReaderMutexLock> lock_;
+    const Clock* clock_;
+    absl::Duration deadline_ = absl::ZeroDuration();  // monotonic
   };
 
   // A guard while this replica leads in `term`; nullopt when it does not.

@@ -87,6 +87,11 @@ int FakeKubeApi::calls(Call call) const {
   return it == calls_.end() ? 0 : it->second;
 }
 
+std::vector<absl::Duration> FakeKubeApi::status_timeouts() const {
+  absl::MutexLock lock(&mu_);
+  return status_timeouts_;
+}
+
 std::string FakeKubeApi::resource_version() const {
   absl::MutexLock lock(&mu_);
   return absl::StrCat(version_);
@@ -196,8 +201,13 @@ absl::StatusOr<nlohmann::json*> FakeKubeApi::CurrentLocked(Store& store,
 }
 
 absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& resource,
-                                                         const nlohmann::json& object) {
+                                                         const nlohmann::json& object,
+                                                         absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
+  status_timeouts_.push_back(timeout);
+  if (timeout <= absl::ZeroDuration()) {
+    return absl::DeadlineExceededError("UpdateStatus: no time left");
+  }
   if (absl::Status failed = TakeFailure(Call::kUpdateStatus); !failed.ok()) return failed;
   Store& store = stores_[resource.Path("")];
   absl::StatusOr<nlohmann::json*> current = CurrentLocked(store, object);

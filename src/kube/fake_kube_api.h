@@ -40,6 +40,8 @@ class FakeKubeApi : public KubeApi {
   // when not, List and Watch answer NotFound (HTTP 404). Served by default.
   void SetServed(const KubeResource& resource, bool served);
   int calls(Call call) const;
+  // The `timeout` of every UpdateStatus call so far, in order.
+  std::vector<absl::Duration> status_timeouts() const;
   std::string resource_version() const;
 
   absl::StatusOr<KubeList> List(const KubeResource& resource, const std::string& ns) override;
@@ -50,7 +52,8 @@ class FakeKubeApi : public KubeApi {
   absl::StatusOr<nlohmann::json> Get(const KubeResource& resource, const std::string& ns,
                                      const std::string& name) override;
   absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
-                                              const nlohmann::json& object) override;
+                                              const nlohmann::json& object,
+                                              absl::Duration timeout) override;
   absl::StatusOr<nlohmann::json> Create(const KubeResource& resource, const std::string& ns,
                                         const nlohmann::json& object) override;
   absl::StatusOr<nlohmann::json> Replace(const KubeResource& resource,
@@ -80,6 +83,7 @@ class FakeKubeApi : public KubeApi {
   std::map<std::string, Store> stores_ ABSL_GUARDED_BY(mu_);  // by resource path
   std::map<Call, std::deque<absl::Status>> failures_ ABSL_GUARDED_BY(mu_);
   std::map<Call, int> calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Duration> status_timeouts_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> not_served_ ABSL_GUARDED_BY(mu_);  // resource paths
 };
 

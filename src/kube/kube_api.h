@@ -95,8 +95,15 @@ class KubeApi {
   // Replaces the status subresource of `object` (its metadata names it) if
   // its metadata.resourceVersion is still current (Aborted otherwise: read
   // it again); returns the object as stored, with its new resourceVersion.
+  // The server abandons the write if it has not completed within `timeout`
+  // of the request's arrival (the API server's `timeout` parameter: it
+  // cancels its own store call, so a write waiting for an unavailable etcd
+  // is not applied once etcd returns), and the client stops waiting after
+  // it too. DeadlineExceeded, sending nothing, when `timeout` is not
+  // positive; absl::InfiniteDuration() leaves the server's default.
   virtual absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
-                                                      const nlohmann::json& object) = 0;
+                                                      const nlohmann::json& object,
+                                                      absl::Duration timeout) = 0;
 
   // Creates `object` in `ns` ("" for a cluster-scoped resource); returns it
   // as stored. AlreadyExists when an object of that name exists.

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/strings/ascii.h"
@@ -329,12 +330,20 @@ absl::Status KubeClient::Finish(CURLM* multi, Call& call) {
 absl::StatusOr<nlohmann::json> KubeClient::Send(const std::string& method, const std::string& path,
                                                 const std::string& body,
                                                 const std::string& content_type) {
+  return SendWithin(method, path, body, content_type, options_.request_timeout);
+}
+
+absl::StatusOr<nlohmann::json> KubeClient::SendWithin(const std::string& method,
+                                                      const std::string& path,
+                                                      const std::string& body,
+                                                      const std::string& content_type,
+                                                      absl::Duration deadline) {
   Call call;
   call.content_type = content_type;
   call.method = method;
   call.path = path;
   call.request_body = body;
-  call.deadline = options_.request_timeout;
+  call.deadline = deadline;
   if (absl::Status s = Perform(call, nullptr); !s.ok()) return s;
   if (absl::Status s = StatusFromHttp(call.http_code, call.body, call.retry_after); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(method, " ", path, ": ", s.message()));
@@ -399,10 +408,22 @@ absl::StatusOr<nlohmann::json> KubeClient::Get(const KubeResource& resource, con
 }
 
 absl::StatusOr<nlohmann::json> KubeClient::UpdateStatus(const KubeResource& resource,
-                                                        const nlohmann::json& object) {
+                                                        const nlohmann::json& object,
+                                                        absl::Duration timeout) {
   absl::StatusOr<std::string> path = ObjectPath(resource, object, "UpdateStatus");
   if (!path.ok()) return path.status();
-  return Send("PUT", absl::StrCat(*path, "/status"), object.dump());
+  std::string target = absl::StrCat(*path, "/status");
+  if (timeout == absl::InfiniteDuration()) return Send("PUT", target, object.dump());
+  // Whole milliseconds, rounded down: the server must give up no later
+  // than the caller's bound.
+  const int64_t millis = absl::ToInt64Milliseconds(timeout);
+  if (millis < 1) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("PUT ", target, ": no time left (", absl::FormatDuration(timeout), ")"));
+  }
+  absl::StrAppend(&target, "?timeout=", millis, "ms");
+  return SendWithin("PUT", target, object.dump(), "application/json",
+                    std::min(timeout, options_.request_timeout));
 }
 
 absl::StatusOr<nlohmann::json> KubeClient::Create(const KubeResource& resource,

@@ -47,7 +47,8 @@ class KubeClient : public KubeApi {
   absl::StatusOr<nlohmann::json> Get(const KubeResource& resource, const std::string& ns,
                                      const std::string& name) override;
   absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
-                                              const nlohmann::json& object) override;
+                                              const nlohmann::json& object,
+                                              absl::Duration timeout) override;
   absl::StatusOr<nlohmann::json> Create(const KubeResource& resource, const std::string& ns,
                                         const nlohmann::json& object) override;
   absl::StatusOr<nlohmann::json> Replace(const KubeResource& resource,
@@ -70,6 +71,11 @@ class KubeClient : public KubeApi {
   // the answer; returns the transfer's own failure (connection, deadline,
   // stop), not the HTTP status.
   absl::Status Perform(Call& call, const absl::Notification* stop);
+  // Send() with the call's deadline given.
+  absl::StatusOr<nlohmann::json> SendWithin(const std::string& method, const std::string& path,
+                                            const std::string& body,
+                                            const std::string& content_type,
+                                            absl::Duration deadline);
   // Perform's steps: the transfer's options (returns the header list to
   // free), the loop that runs it against the deadline, stalls and `stop`,
   // and reading how it ended.

@@ -242,7 +242,11 @@ absl::StatusOr<std::optional<nlohmann::json>> KubeStatusWriter::PutStatus(
                                              " ended before the status of ", key.ToString(),
                                              " was written"));
     }
-    absl::StatusOr<nlohmann::json> written = api_->UpdateStatus(resource, object);
+    // Bounded by the term: a write the API server cannot commit before our
+    // renew deadline (its etcd down, say) is abandoned, not applied after
+    // another replica has taken the Lease.
+    absl::StatusOr<nlohmann::json> written =
+        api_->UpdateStatus(resource, object, guard->TimeLeft());
     guard.reset();
     if (written.ok()) {
       counters_.writes->Increment();

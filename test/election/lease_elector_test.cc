@@ -777,6 +777,21 @@ TEST_F(LeaseElectorTest, ReleaseWaitsForWritesOfTheEndingTerm) {
   EXPECT_FALSE(a.elector.HoldTerm(leading.term).has_value()) << "no write of it starts again";
 }
 
+TEST_F(LeaseElectorTest, ATermGuardTellsTheTimeLeftBeforeTheRenewDeadline) {
+  Replica a("a", &store_, &clock_);
+  a.elector.Tick();
+  const Leadership leading = a.elector.Current();
+  ASSERT_TRUE(leading.is_leader);
+  clock_.Advance(absl::Seconds(4));
+  std::optional<LeaseElector::TermGuard> guard = a.elector.HoldTerm(leading.term);
+  ASSERT_TRUE(guard.has_value());
+  EXPECT_EQ(guard->TimeLeft(), absl::Seconds(6));  // renew deadline 10 s
+  clock_.Advance(absl::Seconds(7));
+  EXPECT_EQ(guard->TimeLeft(), absl::Seconds(-1)) << "counts on past the deadline";
+  guard.reset();
+  EXPECT_FALSE(a.elector.HoldTerm(leading.term).has_value());
+}
+
 TEST_F(LeaseElectorTest, ReadersAndFencingRaceWithTicks) {
   Replica a("a", &store_, &clock_);
   Replica b("b", &store_, &clock_);

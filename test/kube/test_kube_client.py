@@ -5,18 +5,24 @@
   than the watch cache, prompt stop, stall detection through a blackholed
   fault proxy, status updates with a stale resourceVersion -> conflict, the
   least-privileged holdfast user of deploy/rbac.yaml, an untrusted server;
+- a status write bounded by `timeout` while the API server's etcd is down:
+  abandoned, never applied when etcd returns (an unbounded one is);
 - the config source conformance suite (build/test/config_source_conformance_test)
   on its Kubernetes fixture: the same cases the directory and etcd pass.
 """
 
+import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from hf_gateway import upstream
 from hf_kube import REPO
+from hf_wait import wait_for
 
 BUILD = Path(os.environ.get("HOLDFAST_BUILD_DIR", REPO / "build"))
 CRDS = ["gateways.holdfast.dev", "virtualservices.holdfast.dev", "routetables.holdfast.dev",
@@ -58,7 +64,7 @@ def test_client_conformance(kube, tmp_path):
            "HOLDFAST_TEST_KUBECONFIG_HOLDFAST": str(kube.kubeconfig("holdfast")),
            "HOLDFAST_TEST_KUBECONFIG_PROXY": str(kube.kubeconfig("admin", server=proxy.endpoint)),
            "HOLDFAST_TEST_STALL_SIGNAL": str(signal)}
-    run_gtest(binary("kube_client_test"), env, "-*Stalled*")
+    run_gtest(binary("kube_client_test"), env, "-*Stalled*:*BoundedStatusWrite*")
 
     # The stall: the watch opens through the proxy, then the proxy goes
     # silent both ways (an iptables DROP, as far as the client can tell).
@@ -89,3 +95,62 @@ def test_source_conformance(kube):
               allowed_skips=frozenset({
                   "Kube/ConfigSourceConformance.InvalidChangeIsRejectedAndLastGoodKept/Kubernetes",
                   "Kube/ConfigSourceConformance.UnparsableTextIsRejectedWithItsLocation/Kubernetes"}))
+
+
+def test_a_bounded_status_write_is_never_applied_after_its_deadline(kube, tmp_path):
+    """What the status writer relies on to keep an ended term's write out
+    (docs/kubernetes.md "Fencing"): the API server admits a write, then
+    waits for its etcd; holdfast's client sends the time left in the term as
+    the write's `timeout`, and the API server abandons the write when it
+    runs out instead of applying it when etcd returns."""
+    install(kube)
+    kube.ensure_namespace("test")
+    kube.admin.apply([upstream("bounded", 8080), upstream("unbounded", 8081)])
+
+    def get(name):
+        return kube.admin.get("holdfast.dev/v1", "Upstream", name, "test")
+
+    def put_state(obj, state, timeout=10):
+        body = {**obj, "status": {"state": state}}
+        return kube.admin.request("PUT", kube.admin.object_path(body, "status"), body,
+                                  timeout=timeout)
+
+    bounded, unbounded = get("bounded"), get("unbounded")
+    (tmp_path / "object.json").write_text(json.dumps(bounded))
+    env = {"HOLDFAST_TEST_KUBECONFIG": str(kube.kubeconfig("admin")),
+           "HOLDFAST_TEST_STATUS_OBJECT": str(tmp_path / "object.json")}
+
+    kube.etcd.members[0].kill()
+    # The control: the same kind of write without a bound waits for etcd.
+    control = {}
+    writer = threading.Thread(
+        target=lambda: control.update(response=put_state(unbounded, "Warning", timeout=120)))
+    writer.start()
+    # etcd returns 3.5 s after the bounded write (2 s) was sent: past its
+    # bound, but well within the 10 s a client without one would wait and
+    # stay connected (a client that hangs up also ends the write).
+    bounded_write = subprocess.Popen(
+        [str(binary("kube_client_test")), "--gtest_filter=*BoundedStatusWrite*"],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(3.5)
+    kube.etcd.members[0].restart()
+    out, _ = bounded_write.communicate(timeout=60)
+    print(out[-3000:])
+    assert bounded_write.returncode == 0, out[-3000:]
+    assert "1 test" in out and "SKIPPED" not in out.split("tests ran")[-1], out[-3000:]
+    kube.etcd.wait_writable()
+    writer.join(120)
+    assert not writer.is_alive(), "the unbounded write never ended"
+    assert control["response"].status == 200, control["response"].text()
+    assert get("unbounded")["status"] == {"state": "Warning"}, \
+        "the control: an unbounded write waits for etcd and is applied when it returns"
+    # A later write through the API server is applied: what it held for
+    # etcd has been decided by then.
+    wait_for(lambda: put_state(get("unbounded"), "Accepted"), lambda r: r.status == 200,
+             timeout=60, what="a write after etcd returned")
+    after = get("bounded")
+    # The same write with etcd up is valid (the schema admits it): only the
+    # deadline kept it out.
+    assert (after.get("status") or {}).get("state") != "Rejected", after
+    assert after["metadata"]["resourceVersion"] == bounded["metadata"]["resourceVersion"]
+    assert put_state(after, "Rejected").status == 200

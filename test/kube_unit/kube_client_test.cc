@@ -6,6 +6,9 @@
 //   HOLDFAST_TEST_STALL_SIGNAL         a file the stall test writes once its
 //                                      watch is open; the driver then
 //                                      blackholes the proxy
+//   HOLDFAST_TEST_STATUS_OBJECT        an Upstream (JSON) whose status the
+//                                      bounded-write test writes while the
+//                                      driver holds the API server's etcd down
 // Skipped when those are not set.
 #include "src/kube/kube_client.h"
 
@@ -197,21 +200,28 @@ TEST_F(KubeClientTest, StatusUpdateWithAStaleVersionConflicts) {
   nlohmann::json stored = Apply(Upstream(ns_, "a", 1));
   nlohmann::json first = stored;
   first["status"] = {{"state", "Accepted"}, {"servingLastGood", false}};
-  absl::StatusOr<nlohmann::json> updated = admin_->UpdateStatus(kUpstreams, first);
+  // Bounded, as the status writer sends it: the server takes `timeout`.
+  absl::StatusOr<nlohmann::json> updated =
+      admin_->UpdateStatus(kUpstreams, first, absl::Milliseconds(4500));
   ASSERT_TRUE(updated.ok()) << updated.status();
   EXPECT_EQ((*updated)["status"]["state"], "Accepted");
   EXPECT_NE((*updated)["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"]);
 
   nlohmann::json stale = stored;  // still carries the old resourceVersion
   stale["status"] = {{"state", "Rejected"}, {"servingLastGood", true}};
-  absl::StatusOr<nlohmann::json> refused = admin_->UpdateStatus(kUpstreams, stale);
+  absl::StatusOr<nlohmann::json> refused =
+      admin_->UpdateStatus(kUpstreams, stale, absl::InfiniteDuration());
   EXPECT_TRUE(IsConflict(refused.status())) << refused.status();
 
   // Re-read, then write: accepted.
   absl::StatusOr<nlohmann::json> current = admin_->Get(kUpstreams, ns_, "a");
   ASSERT_TRUE(current.ok());
   (*current)["status"] = stale["status"];
-  EXPECT_TRUE(admin_->UpdateStatus(kUpstreams, *current).ok());
+  // No time left: nothing is sent.
+  absl::Status late = admin_->UpdateStatus(kUpstreams, *current, absl::Microseconds(900)).status();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late)) << late;
+  EXPECT_EQ(admin_->Get(kUpstreams, ns_, "a")->at("status"), first["status"]);
+  EXPECT_TRUE(admin_->UpdateStatus(kUpstreams, *current, absl::Seconds(5)).ok());
   EXPECT_TRUE(absl::IsNotFound(admin_->Get(kUpstreams, ns_, "nope").status()));
 }
 
@@ -253,7 +263,7 @@ TEST_F(KubeClientTest, LeastPrivilegedUserReadsAndWritesStatusOnly) {
   absl::StatusOr<nlohmann::json> object = holdfast->Get(kUpstreams, ns_, "a");
   ASSERT_TRUE(object.ok()) << object.status();
   (*object)["status"] = {{"state", "Accepted"}};
-  EXPECT_TRUE(holdfast->UpdateStatus(kUpstreams, *object).ok());
+  EXPECT_TRUE(holdfast->UpdateStatus(kUpstreams, *object, absl::Seconds(5)).ok());
   // A spec write and a Secret elsewhere are refused: PermissionDenied.
   absl::Status spec_write =
       holdfast->Send("PUT", absl::StrCat(kUpstreams.Path(ns_), "/a"), object->dump()).status();
@@ -307,6 +317,27 @@ TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
   std::cerr << "stall detected after " << absl::FormatDuration(absl::Now() - opened_at)
             << " (watch timeout 4s + grace 2s); whole call "
             << absl::FormatDuration(absl::Now() - start) << "\n";
+}
+
+// Driven by the pytest, which has killed the API server's etcd and checks
+// after etcd's return that this write was never applied: the API server
+// waits for etcd only as long as the `timeout` the write carries.
+TEST(KubeClientStoreDownTest, BoundedStatusWriteIsAbandoned) {
+  const std::string object_file = Env("HOLDFAST_TEST_STATUS_OBJECT");
+  std::unique_ptr<KubeClient> admin = Connect("HOLDFAST_TEST_KUBECONFIG");
+  if (admin == nullptr || object_file.empty()) GTEST_SKIP() << "no object given";
+  std::ifstream in(object_file);
+  nlohmann::json object = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(object.is_discarded()) << object_file;
+  object["status"] = {{"state", "Rejected"}};
+  const absl::Time start = absl::Now();
+  absl::Status written = admin->UpdateStatus(kUpstreams, object, absl::Seconds(2)).status();
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_FALSE(written.ok()) << "etcd is down: the write cannot have completed";
+  // The client's own bound is the same 2 s, not its 10 s request deadline.
+  EXPECT_LT(took, absl::Seconds(8));
+  std::cerr << "bounded write ended after " << absl::FormatDuration(took) << ": " << written
+            << "\n";
 }
 
 }  // namespace

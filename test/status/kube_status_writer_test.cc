@@ -42,10 +42,10 @@ class KubeStatusWriterTest : public ::testing::Test {
         elector_(LeaseElector::Options{.prefix = "kubernetes/holdfast-system/holdfast-leader/",
                                        .replica_id = "a"},
                  &backend_, clock_, random_, &metrics_),
-        writer_(KubeStatusWriter::Options{
-                    .replica_id = "a",
-                    .resources = {kUpstreams},
-                    .gateway_api_resources = {{gateway_api::kGatewayClassKind, kGatewayClasses}}},
+        writer_(KubeStatusWriter::Options{.replica_id = "a",
+                                          .resources = {kUpstreams},
+                                          .gateway_api_resources = {{gateway_api::kGatewayClassKind,
+                                                                     kGatewayClasses}}},
                 &api_, &elector_, &lease_store_, clock_, random_, &metrics_) {}
 
   void Lead() {
@@ -113,9 +113,22 @@ TEST_F(KubeStatusWriterTest, TheLeaderWritesStateReasonsConditionsAndItsTerm) {
   EXPECT_EQ(accepted["reason"], "Rejected");
   EXPECT_EQ(accepted["observedGeneration"], 4);
   EXPECT_EQ(accepted["lastTransitionTime"], "2023-11-14T22:13:20Z");
-  EXPECT_EQ(status["writer"], (nlohmann::json{{"replica", "a"}, {"term", elector_.Current().term}}));
+  EXPECT_EQ(status["writer"],
+            (nlohmann::json{{"replica", "a"}, {"term", elector_.Current().term}}));
   EXPECT_EQ(elector_.Current().term, 1);  // leaseTransitions 0, plus one
   EXPECT_EQ(Metric("holdfast_status_writes_total"), 1);
+}
+
+// The API server abandons a write it cannot commit before the renew
+// deadline, instead of applying it after another replica took the Lease.
+TEST_F(KubeStatusWriterTest, EachWriteIsBoundedByTheTimeLeftInTheTerm) {
+  api_.Put(kUpstreams, Upstream("u1", 1));
+  Lead();  // renewed now; the renew deadline is 10 s away
+  clock_.Advance(absl::Seconds(3));
+  Publish(Rejected(), {"u1", 1});
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.status_timeouts(), std::vector<absl::Duration>{absl::Seconds(7)});
+  EXPECT_EQ(Stored()["state"], "Rejected");
 }
 
 TEST_F(KubeStatusWriterTest, AnUnchangedStatusIsNotWrittenAgainAndTransitionTimesHold) {
