@@ -90,7 +90,7 @@ void Row(int n, const SnapshotPtr& snapshot) {
   const double fleet = MedianMillis([&] { return FleetToJson(registry.List(), 100).dump(); });
   const double proxies = MedianMillis([&] { return ProxiesToJson(registry.List()).dump(); });
   const double one =
-      MedianMillis([&] { return ClientStatusToJson(registry.List(), "proxy-7").dump(); });
+      MedianMillis([&] { return ClientStatusToJson(registry.List(), "proxy-7")->dump(); });
   // The whole fleet with every resource, the size bound lifted to see what
   // it would cost, and whether the bound refuses it.
   auto whole = [&] {

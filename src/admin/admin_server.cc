@@ -38,12 +38,13 @@ nlohmann::json RedactedMessageJson(const google::protobuf::Message& message) {
   return PlainMessageJson(*redacted);
 }
 
-nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const std::string& node) {
+absl::StatusOr<nlohmann::json> ClientStatusToJson(const std::vector<ProxyView>& proxies,
+                                                  const std::string& node, size_t max_bytes) {
   envoy::service::status::v3::ClientStatusRequest request;
   if (!node.empty()) request.add_node_matchers()->mutable_node_id()->set_exact(node);
   absl::StatusOr<envoy::service::status::v3::ClientStatusResponse> answer =
-      AnswerClientStatus(request, proxies);
-  if (!answer.ok()) return {{"error", std::string(answer.status().message())}};  // too large
+      AnswerClientStatus(request, proxies, max_bytes);
+  if (!answer.ok()) return answer.status();
   return PlainMessageJson(*answer);  // AnswerClientStatus redacts the contents
 }
 
@@ -319,8 +320,13 @@ void AdminServer::Route() {
   };
   routes_["/debug/client_status"] = [this](const HttpRequest& request) {
     auto node = request.query.find("node");
-    return Json(ClientStatusToJson(sources_.proxies->List(),
-                                   node == request.query.end() ? "" : node->second));
+    absl::StatusOr<nlohmann::json> answer = ClientStatusToJson(
+        sources_.proxies->List(), node == request.query.end() ? "" : node->second);
+    if (answer.ok()) return Json(*answer);
+    // Too large: the request asks for too much; one node (?node=) answers.
+    HttpResponse refused = Json({{"error", std::string(answer.status().message())}});
+    refused.status = 400;
+    return refused;
   };
   routes_["/debug/status"] = [this](const HttpRequest&) {
     return Json(sources_.status ? sources_.status() : nlohmann::json::object());

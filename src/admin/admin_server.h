@@ -14,6 +14,7 @@
 #include "src/common/metrics.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/translate/status.h"
+#include "src/xds/client_status.h"
 #include "src/xds/proxy_state.h"
 
 namespace holdfast {
@@ -85,7 +86,10 @@ nlohmann::json StatusesToJson(const StatusMap& statuses);
 // A message as JSON (proto field names), its secrets redacted; null if it
 // cannot be printed.
 nlohmann::json RedactedMessageJson(const google::protobuf::Message& message);
-// A CSDS answer about the proxies whose node id is `node` (all when empty).
-nlohmann::json ClientStatusToJson(const std::vector<ProxyView>& proxies, const std::string& node);
+// A CSDS answer about the proxies whose node id is `node` (all when empty);
+// ResourceExhausted when it would be larger than about `max_bytes`.
+absl::StatusOr<nlohmann::json> ClientStatusToJson(const std::vector<ProxyView>& proxies,
+                                                  const std::string& node,
+                                                  size_t max_bytes = kMaxClientStatusBytes);
 
 }  // namespace holdfast

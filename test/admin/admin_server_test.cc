@@ -53,8 +53,14 @@ class AdminServerTest : public testing::Test {
         .cache = &cache_,
         .proxies = &proxies_,
         .clock = &clock_,
-        .readiness = [] { return Readiness{true, "serving snapshot v1"}; },
-        .status = [] { return nlohmann::json{{"objects", nlohmann::json::array()}}; },
+        .readiness =
+            [] {
+              return Readiness{true, "serving snapshot v1"};
+            },
+        .status =
+            [] {
+              return nlohmann::json{{"objects", nlohmann::json::array()}};
+            },
     };
   }
 
@@ -240,6 +246,24 @@ TEST(FleetToJsonTest, CountsByGroupAndStateAndListsTroubleFirstWithinALimit) {
   EXPECT_EQ(fleet["troubled"][1]["node_id"], "rejecting-2");
   EXPECT_EQ(fleet["troubled"][0]["types"][0]["error"], "bad");
   EXPECT_EQ(fleet["troubled"][0]["since"], "1970-01-01T00:00:50.000Z");
+}
+
+TEST(ClientStatusToJsonTest, AnswersForOneNodeOrAll) {
+  std::vector<ProxyView> proxies;
+  for (const char* id : {"a", "b", "c"}) {
+    auto node = std::make_shared<envoy::config::core::v3::Node>();
+    node->set_id(id);
+    proxies.push_back({.node_id = id, .node = node});
+  }
+  absl::StatusOr<nlohmann::json> one = ClientStatusToJson(proxies, "b");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ((*one)["config"].size(), 1u) << one->dump();
+  EXPECT_EQ((*one)["config"][0]["node"]["id"], "b");
+  absl::StatusOr<nlohmann::json> all = ClientStatusToJson(proxies, "");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ((*all)["config"].size(), 3u);
+  // The bound on an answer too large is client_status_test's
+  // AnAnswerTooLargeIsRefusedWithAWayOut; the page answers it with 400.
 }
 
 TEST(EventLogTest, KeepsTheNewestFirstAndForgetsTheOldest) {
