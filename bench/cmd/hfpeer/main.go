@@ -119,33 +119,23 @@ func classify(typeURL string) string {
 // change here), and changes go to the LinearCache as they come.
 func (pe *peer) publish() error {
 	pe.activity.Add(1)
-	if pe.linear != nil {
-		pe.mu.Lock()
-		ready := pe.ready
-		pe.mu.Unlock()
-		if ready {
-			return nil
-		}
-		snap := &cachev3.Snapshot{}
-		snap.Resources = pe.static
-		if err := pe.snapshot.SetSnapshot(context.Background(), "fleet", snap); err != nil {
-			return err
-		}
-		pe.mu.Lock()
-		pe.ready = true
+	snap := &cachev3.Snapshot{}
+	snap.Resources = pe.static // an array: copied
+	pe.mu.Lock()
+	if pe.linear != nil && pe.ready {
 		pe.mu.Unlock()
 		return nil
 	}
-	pe.mu.Lock()
-	gen := pe.gen
-	snap := &cachev3.Snapshot{}
-	snap.Resources = pe.static
-	eps := make([]cachetypes.Resource, len(pe.endpoints))
-	copy(eps, pe.endpoints)
+	if pe.linear == nil {
+		eps := make([]cachetypes.Resource, len(pe.endpoints))
+		copy(eps, pe.endpoints)
+		snap.Resources[cachetypes.Endpoint] = cachev3.NewResources("g"+strconv.Itoa(pe.gen), eps)
+	}
 	pe.mu.Unlock()
-	snap.Resources[cachetypes.Endpoint] = cachev3.NewResources("g"+strconv.Itoa(gen), eps)
-	if err := snap.Consistent(); err != nil {
-		return err
+	if pe.linear == nil {
+		if err := snap.Consistent(); err != nil {
+			return err
+		}
 	}
 	if err := pe.snapshot.SetSnapshot(context.Background(), "fleet", snap); err != nil {
 		return err
