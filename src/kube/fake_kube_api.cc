@@ -205,7 +205,7 @@ absl::StatusOr<nlohmann::json> FakeKubeApi::UpdateStatus(const KubeResource& res
                                                          absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   status_timeouts_.push_back(timeout);
-  if (timeout <= absl::ZeroDuration()) {
+  if (timeout < absl::Milliseconds(1)) {
     return absl::DeadlineExceededError("UpdateStatus: no time left");
   }
   if (absl::Status failed = TakeFailure(Call::kUpdateStatus); !failed.ok()) return failed;

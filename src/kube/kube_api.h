@@ -99,8 +99,9 @@ class KubeApi {
   // of the request's arrival (the API server's `timeout` parameter: it
   // cancels its own store call, so a write waiting for an unavailable etcd
   // is not applied once etcd returns), and the client stops waiting after
-  // it too. DeadlineExceeded, sending nothing, when `timeout` is not
-  // positive; absl::InfiniteDuration() leaves the server's default.
+  // it too. DeadlineExceeded, sending nothing, when `timeout` is under a
+  // millisecond (the parameter's unit); absl::InfiniteDuration() leaves the
+  // server's default.
   virtual absl::StatusOr<nlohmann::json> UpdateStatus(const KubeResource& resource,
                                                       const nlohmann::json& object,
                                                       absl::Duration timeout) = 0;
