@@ -38,8 +38,11 @@ Checks:
   fencing               no status write of a term after that term's
                         election key was deleted (or before it existed, or
                         under another writer's name)
-  leader_after_store    after the store came back, exactly one leader, agreed
-                        on by every live replica, within lease + retry
+  leader_after_store    after the store came back (the nemesis' fault_end,
+                        once a write succeeds: to etcd, or to the API
+                        server within its 1 s request timeout), exactly
+                        one leader, agreed on by every live replica,
+                        within lease + retry
                         period (at its longest jittered draw) + 1 s (one
                         round trip and the poll interval)
   snapshot_never_corrupt  no replica reported a damaged snapshot file

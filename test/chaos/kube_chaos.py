@@ -229,6 +229,7 @@ class KubeDeployment(Deployment):
             time.sleep(dur)
             try:
                 self.kube.start_apiserver()
+                self.kube.wait_writable(timeout=APISERVER_BACK_TIMEOUT)
             except AssertionError as e:
                 self.history.add("store_not_back", id=fid, error=str(e)[:500])
         elif kind == "apiserver-etcd-kill":
@@ -251,8 +252,12 @@ class KubeDeployment(Deployment):
         self.uncut(fid, [target])
 
     def wait_store_back(self, fid: int) -> None:
+        """After the API server's etcd restarts, the store is back once the
+        API server takes a write; fault_end (what the checker measures from)
+        comes after."""
         try:
             self.kube.wait_ready(timeout=APISERVER_BACK_TIMEOUT)
+            self.kube.wait_writable(timeout=APISERVER_BACK_TIMEOUT)
         except AssertionError as e:
             self.history.add("store_not_back", id=fid, error=str(e)[:500])
 
@@ -264,6 +269,7 @@ class KubeDeployment(Deployment):
         if not self.kube.apiserver.running():
             self.kube.start_apiserver()
         self.kube.wait_ready(timeout=APISERVER_BACK_TIMEOUT)
+        self.kube.wait_writable(timeout=APISERVER_BACK_TIMEOUT)
 
     def record_store_history(self) -> None:
         """Every version of the Lease and of the holdfast.dev objects in NS

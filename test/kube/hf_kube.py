@@ -573,6 +573,33 @@ class KubeCluster:
         wait_for(observe, lambda s: s == "ready", timeout=timeout,
                  what=f"kube-apiserver at {self.url} to be ready", interval=0.25)
 
+    def wait_writable(self, timeout: float = APISERVER_START_TIMEOUT) -> None:
+        """Waits until a write (a ConfigMap in `default`) succeeds within the
+        API server's own 1 s request timeout. /readyz answers as soon as the
+        API server reaches its etcd again, while its first writes after an
+        etcd restart can still take seconds (it re-lists its caches); the
+        store is back for a client once it takes writes again, as for etcd
+        (EtcdCluster.wait_writable)."""
+        path = "/api/v1/namespaces/default/configmaps"
+
+        def attempt():
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "hf-write-probe"},
+                    "data": {"at": f"{time.time():.6f}"}}
+            try:
+                r = self.admin.request("POST", path, body, params={"timeout": "1s"}, timeout=2)
+                if r.status == 409:
+                    r = self.admin.request("PATCH", f"{path}/hf-write-probe",
+                                           {"data": body["data"]},
+                                           content_type="application/merge-patch+json",
+                                           params={"timeout": "1s"}, timeout=2)
+                return "written" if r.status in (200, 201) else f"HTTP {r.status}: {r.text()[-300:]}"
+            except (OSError, http.client.HTTPException) as e:
+                return f"{type(e).__name__}: {e}"
+
+        wait_for(attempt, lambda s: s == "written", timeout=timeout,
+                 what=f"a write to kube-apiserver at {self.url} to succeed", interval=0.2)
+
     def ready(self) -> bool:
         try:
             return self.admin.request("GET", "/readyz", timeout=5).status == 200
