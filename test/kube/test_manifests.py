@@ -139,6 +139,14 @@ ACCESS = (
        ("list", "coordination.k8s.io", "leases", None, HOLDFAST_NAMESPACE, None, False),
        ("create", "coordination.k8s.io", "leases", None, "default", None, False),
        ("get", "coordination.k8s.io", "leases", None, "kube-system", "holdfast-leader", False)]
+    # The rollout's shared decisions: one ConfigMap in holdfast's namespace.
+    + [("create", "", "configmaps", None, HOLDFAST_NAMESPACE, None, True),
+       ("get", "", "configmaps", None, HOLDFAST_NAMESPACE, "holdfast-rollout", True),
+       ("update", "", "configmaps", None, HOLDFAST_NAMESPACE, "holdfast-rollout", True),
+       ("get", "", "configmaps", None, HOLDFAST_NAMESPACE, "other", False),
+       ("update", "", "configmaps", None, HOLDFAST_NAMESPACE, "other", False),
+       ("delete", "", "configmaps", None, HOLDFAST_NAMESPACE, "holdfast-rollout", False),
+       ("create", "", "configmaps", None, "shop", None, False)]
     # Nothing that widens its own rights.
     + [("create", "rbac.authorization.k8s.io", "rolebindings", None, HOLDFAST_NAMESPACE, None,
         False),
