@@ -89,6 +89,11 @@ absl::StatusOr<std::unique_ptr<KubeServingSource>> KubeServingSource::Start(
       [writer = kube->writer_.get()](const gateway_api::GatewayApiStatuses& statuses) {
         writer->UpdateGatewayApi(statuses);
       });
+  // The rollout's decisions beside the Lease; calls as short as the
+  // election's, so a rollout check never waits long on a slow API server.
+  kube->replica_id_ = election->replica_id;
+  kube->rollout_document_ = std::make_unique<KubeSharedDocument>(
+      kube->election_client_.get(), lease->ns, "holdfast-rollout", "decisions");
   kube->source_->Start();
   kube->elector_->Start();
   kube->writer_->Start();

@@ -12,6 +12,7 @@
 #include "src/election/kube_lease_store.h"
 #include "src/election/lease_elector.h"
 #include "src/kube/kube_client.h"
+#include "src/kube/kube_shared_document.h"
 #include "src/source/config_kube.h"
 #include "src/status/kube_status_writer.h"
 
@@ -34,6 +35,9 @@ class KubeServingSource : public ServingSource {
   std::map<std::string, std::function<nlohmann::json()>> Pages() override;
   // Stops reading, then resigns: the Lease is released for another replica.
   void Stop() override;
+  // The ConfigMap holdfast-rollout in the Lease's namespace.
+  SharedDocument* rollout_document() override { return rollout_document_.get(); }
+  std::string replica_id() const override { return replica_id_; }
 
  private:
   KubeServingSource() = default;
@@ -48,6 +52,8 @@ class KubeServingSource : public ServingSource {
   std::unique_ptr<LeaseElector> elector_;
   std::unique_ptr<KubeStatusWriter> writer_;
   std::unique_ptr<KubeConfigSource> source_;
+  std::unique_ptr<KubeSharedDocument> rollout_document_;
+  std::string replica_id_;
 };
 
 // Where the Lease is: --lease-namespace (default: the pod's namespace with

@@ -94,12 +94,6 @@ absl::Status Server::StartParts() {
   last_good_ = std::make_unique<LastKnownGood>(
       LastKnownGood::Options{.state_dir = options_.state_dir, .grace = *grace},
       rollout->enabled() ? &staged_ : &cache_, clock_, &metrics_);
-  if (rollout->enabled()) {
-    rollout_ = std::make_unique<RolloutController>(
-        RolloutController::Options{.policy = *rollout, .state_dir = options_.state_dir}, &staged_,
-        &cache_, &proxies_, clock_, &metrics_);
-    rollout_->Start();
-  }
   last_good_->Start();
 
   absl::StatusOr<std::unique_ptr<ServingSource>> source = StartServingSource(
@@ -107,6 +101,17 @@ absl::Status Server::StartParts() {
       [this](SnapshotPtr snapshot) { last_good_->PublishLive(std::move(snapshot)); });
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
+  if (rollout->enabled()) {
+    // Started after the source, whose store the replicas share decisions
+    // through; it takes what was staged meanwhile as its first offer.
+    rollout_ = std::make_unique<RolloutController>(
+        RolloutController::Options{.policy = *rollout,
+                                   .state_dir = options_.state_dir,
+                                   .shared = source_->rollout_document(),
+                                   .replica_id = source_->replica_id()},
+        &staged_, &cache_, &proxies_, clock_, &metrics_);
+    rollout_->Start();
+  }
 
   StreamContext context{.cache = &cache_,
                         .proxies = &proxies_,

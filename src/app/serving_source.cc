@@ -7,6 +7,7 @@
 #include "src/common/log.h"
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
+#include "src/etcd/etcd_shared_document.h"
 #include "src/source/config_directory.h"
 #include "src/source/config_etcd.h"
 #include "src/source/xds_directory.h"
@@ -89,6 +90,8 @@ class Etcd : public ServingSource {
   std::map<std::string, std::function<nlohmann::json()>> Pages() override {
     return {{"/debug/leader", [this] { return LeaderToJson(elector_->Current()); }}};
   }
+  SharedDocument* rollout_document() override { return rollout_document_.get(); }
+  std::string replica_id() const override { return replica_id_; }
   void Stop() override {
     source_->Stop();
     writer_->Stop();
@@ -102,6 +105,8 @@ class Etcd : public ServingSource {
   std::unique_ptr<LeaseElector> elector_;
   std::unique_ptr<StatusWriter> writer_;
   std::unique_ptr<EtcdConfigSource> source_;
+  std::unique_ptr<EtcdSharedDocument> rollout_document_;
+  std::string replica_id_;
 };
 
 absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, const Clock& clock,
@@ -142,6 +147,9 @@ absl::StatusOr<std::unique_ptr<Etcd>> Etcd::Start(const ServeOptions& options, c
                                                      metrics, std::move(publish));
   etcd->source_->OnStatuses(
       [writer = etcd->writer_.get()](const StatusMap& statuses) { writer->Update(statuses); });
+  etcd->replica_id_ = election->replica_id;
+  etcd->rollout_document_ = std::make_unique<EtcdSharedDocument>(
+      etcd->client_.get(), options.etcd.prefix + "/rollout/decisions");
   etcd->source_->Start();
   etcd->elector_->Start();
   etcd->writer_->Start();

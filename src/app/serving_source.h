@@ -11,6 +11,7 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/common/random.h"
+#include "src/common/shared_document.h"
 #include "src/snapshot/snapshot.h"
 #include "src/source/config_source.h"
 
@@ -31,6 +32,11 @@ class ServingSource {
   virtual std::map<std::string, std::function<nlohmann::json()>> Pages() { return {}; }
   // Stops reading the store and every side effect (a leader resigns).
   virtual void Stop() = 0;
+  // Where the replicas share their staged rollout's decisions (a document
+  // in the store), or null when the source has no store to share.
+  virtual SharedDocument* rollout_document() { return nullptr; }
+  // This replica's name in what it shares ("" without a store).
+  virtual std::string replica_id() const { return ""; }
 };
 
 // Builds and starts the source `options` name, publishing its snapshots

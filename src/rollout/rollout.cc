@@ -49,41 +49,65 @@ void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
   since_ = now;
 }
 
-void Rollout::Observe(const CanaryReport& report, absl::Time now) {
-  if (stage_ != Stage::kBaking) return;
-  if (report.nacked > 0) {
-    Hold(absl::StrFormat("%d of %d canaries rejected %s (%s: %s)", report.nacked, report.canaries,
-                         candidate_->version(), report.nacking_node, report.error),
-         now);
-    return;
-  }
+std::optional<RolloutDecision> Rollout::Judge(const CanaryReport& report, absl::Time now) const {
+  if (stage_ != Stage::kBaking) return std::nullopt;
+  RolloutDecision decision{.candidate = candidate_->version()};
   const absl::Duration baked = now - since_;
-  if (report.acked < report.canaries && baked >= policy_.ack_timeout) {
-    Hold(absl::StrFormat("%d of %d canaries did not ACK %s within %s",
-                         report.canaries - report.acked, report.canaries, candidate_->version(),
-                         absl::FormatDuration(policy_.ack_timeout)),
-         now);
-    return;
+  if (report.nacked > 0) {
+    decision.action = RolloutDecision::Action::kHold;
+    decision.reason =
+        absl::StrFormat("%d of %d canaries rejected %s (%s: %s)", report.nacked, report.canaries,
+                        candidate_->version(), report.nacking_node, report.error);
+  } else if (report.acked < report.canaries && baked >= policy_.ack_timeout) {
+    decision.action = RolloutDecision::Action::kHold;
+    decision.reason = absl::StrFormat(
+        "%d of %d canaries did not ACK %s within %s", report.canaries - report.acked,
+        report.canaries, candidate_->version(), absl::FormatDuration(policy_.ack_timeout));
+  } else if (report.acked == report.canaries && baked >= policy_.bake) {
+    decision.action = RolloutDecision::Action::kPromote;
+    decision.reason = report.canaries == 0
+                          ? "no canary connected; promoted after the bake time"
+                          : absl::StrFormat("%d canaries ACKed and none NACKed for %s",
+                                            report.canaries, absl::FormatDuration(policy_.bake));
+  } else {
+    return std::nullopt;
   }
-  if (report.acked == report.canaries && baked >= policy_.bake) {
-    PromoteCandidate(report.canaries == 0
-                         ? "no canary connected; promoted after the bake time"
-                         : absl::StrFormat("%d canaries ACKed and none NACKed for %s",
-                                           report.canaries, absl::FormatDuration(policy_.bake)),
-                     now);
+  return decision;
+}
+
+bool Rollout::Apply(const RolloutDecision& decision, absl::Time now) {
+  if (candidate_ == nullptr || decision.candidate != candidate_->version()) return false;
+  std::string reason =
+      decision.replica.empty()
+          ? decision.reason
+          : absl::StrCat(decision.reason, " (decided by replica ", decision.replica, ")");
+  if (decision.action == RolloutDecision::Action::kHold) {
+    if (stage_ != Stage::kBaking) return false;
+    Hold(std::move(reason), now);
+  } else {
+    PromoteCandidate(std::move(reason), now);
   }
+  return true;
+}
+
+void Rollout::Observe(const CanaryReport& report, absl::Time now) {
+  if (std::optional<RolloutDecision> decision = Judge(report, now)) Apply(*decision, now);
 }
 
 bool Rollout::Promote(absl::Time now) {
   if (candidate_ == nullptr) return false;
-  PromoteCandidate("promoted by the operator", now);
-  return true;
+  return Apply({.candidate = candidate_->version(),
+                .action = RolloutDecision::Action::kPromote,
+                .reason = "promoted by the operator"},
+               now);
 }
 
 bool Rollout::Abort(absl::Time now) {
   if (stage_ != Stage::kBaking) return false;
-  Hold("aborted by the operator", now);
-  return true;
+  return Apply({.candidate = candidate_->version(),
+                .action = RolloutDecision::Action::kHold,
+                .reason = "aborted by the operator"},
+               now);
 }
 
 void Rollout::PromoteCandidate(std::string how, absl::Time now) {
@@ -98,6 +122,10 @@ void Rollout::Hold(std::string why, absl::Time now) {
   stage_ = Stage::kHeld;
   since_ = now;
   reason_ = std::move(why);
+}
+
+absl::string_view RolloutActionName(RolloutDecision::Action action) {
+  return action == RolloutDecision::Action::kHold ? "hold" : "promote";
 }
 
 absl::string_view RolloutStageName(Rollout::Stage stage) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -40,6 +41,20 @@ struct CanaryReport {
   std::string error;
 };
 
+// What was decided about a candidate snapshot: serve it to every proxy, or
+// hold it. Made by one replica (from its canaries, or by its operator) and,
+// through the RolloutLedger, followed by every replica.
+struct RolloutDecision {
+  enum class Action { kPromote, kHold };
+  std::string candidate;  // the snapshot's version
+  Action action = Action::kPromote;
+  std::string reason;
+  std::string replica;  // which one decided ("" in the state machine's own verdicts)
+  std::string at;       // when (RFC 3339), for people
+};
+
+absl::string_view RolloutActionName(RolloutDecision::Action action);  // "promote", "hold"
+
 // The rollout of one node group: a state machine over snapshots offered by
 // the config source and reports about the canaries, with time passed in (no
 // clock, no threads). At every moment a proxy of the group sees one of two
@@ -61,6 +76,15 @@ class Rollout {
   explicit Rollout(RolloutPolicy policy) : policy_(std::move(policy)) {}
 
   void Offer(SnapshotPtr snapshot, absl::Time now);
+  // What the canaries' report calls for while baking: a hold (a NACK, or
+  // not all ACKed by the timeout), a promotion (all ACKed and baked), or
+  // nothing yet. Changes nothing: Apply does.
+  std::optional<RolloutDecision> Judge(const CanaryReport& report, absl::Time now) const;
+  // Applies a decision about the current candidate (one about another
+  // snapshot changes nothing): a hold while baking, a promotion while
+  // baking or held. Whether it changed the stage.
+  bool Apply(const RolloutDecision& decision, absl::Time now);
+  // Judge, then Apply.
   void Observe(const CanaryReport& report, absl::Time now);
   // Serves the candidate to everyone now (baking or held).
   bool Promote(absl::Time now);

@@ -35,7 +35,10 @@ RolloutController::RolloutController(Options options, SnapshotCache* staged, Sna
                               "1 while a rollout is held: canaries and the rest on the stable "
                               "snapshot")),
       canaries_(metrics->GetGauge("holdfast_rollout_canaries", "Canary streams connected")),
-      rollout_(options_.policy) {}
+      rollout_(options_.policy),
+      own_document_(options_.shared == nullptr ? std::make_unique<InMemorySharedDocument>()
+                                               : nullptr),
+      ledger_(options_.shared != nullptr ? options_.shared : own_document_.get()) {}
 
 RolloutController::~RolloutController() { Stop(); }
 
@@ -75,11 +78,70 @@ void RolloutController::Offer(SnapshotPtr snapshot) {
 void RolloutController::Check() {
   const std::vector<ProxyView> canaries = proxies_->Canaries();
   canaries_->Set(static_cast<double>(canaries.size()));
+  LedgerCall call;
+  {
+    absl::MutexLock lock(&mu_);
+    if (rollout_.stage() == Rollout::Stage::kBaking) {
+      last_report_ = ReportCanaries(canaries, rollout_.candidate());
+    }
+    call = NextLedgerCall(clock_.Now());
+  }
+  if (!call.record && call.find.empty()) return;
+  // The store is asked without the lock: it may take a call timeout.
+  absl::StatusOr<std::optional<RolloutDecision>> standing =
+      call.record ? absl::StatusOr<std::optional<RolloutDecision>>(
+                        ledger_.Record(*call.record, /*overrule=*/false))
+                  : ledger_.Find(call.find);
   absl::MutexLock lock(&mu_);
-  if (rollout_.stage() != Rollout::Stage::kBaking) return;
-  last_report_ = ReportCanaries(canaries, rollout_.candidate());
-  rollout_.Observe(last_report_, clock_.Now());
+  Follow(call, standing, clock_.Now());
   ApplyLocked();
+}
+
+RolloutDecision RolloutController::Stamped(RolloutDecision decision) const {
+  decision.replica = options_.replica_id;
+  decision.at = FormatTimestamp(clock_.Now());
+  return decision;
+}
+
+RolloutController::LedgerCall RolloutController::NextLedgerCall(absl::Time now) {
+  if (unrecorded_ && rollout_.candidate() != nullptr &&
+      unrecorded_->candidate == rollout_.candidate()->version()) {
+    return {.record = unrecorded_};
+  }
+  unrecorded_.reset();
+  if (rollout_.stage() == Rollout::Stage::kBaking) {
+    if (std::optional<RolloutDecision> verdict = rollout_.Judge(last_report_, now)) {
+      return {.record = Stamped(*std::move(verdict))};
+    }
+  }
+  if (rollout_.stage() == Rollout::Stage::kIdle || now < next_ledger_read_) return {};
+  next_ledger_read_ = now + options_.ledger_interval;
+  return {.find = rollout_.candidate()->version()};
+}
+
+void RolloutController::Follow(const LedgerCall& call,
+                               const absl::StatusOr<std::optional<RolloutDecision>>& standing,
+                               absl::Time now) {
+  if (standing.ok()) {
+    if (!ledger_error_.empty()) LogInfo("rollout: %s answers again", ledger_.Describe());
+    ledger_error_.clear();
+    if (call.record && unrecorded_ && unrecorded_->candidate == call.record->candidate) {
+      unrecorded_.reset();
+    }
+    if (standing->has_value()) rollout_.Apply(**standing, now);
+    return;
+  }
+  if (ledger_error_.empty()) {
+    LogWarning("rollout: cannot share decisions through %s: %s", ledger_.Describe(),
+               standing.status().message());
+  }
+  ledger_error_ = std::string(standing.status().message());
+  // A hold applies here at once, shared or not, and is recorded later; a
+  // promotion waits for the ledger.
+  if (call.record && call.record->action == RolloutDecision::Action::kHold &&
+      rollout_.Apply(*call.record, now)) {
+    unrecorded_ = call.record;
+  }
 }
 
 void RolloutController::ApplyLocked() {
@@ -129,22 +191,45 @@ void RolloutController::ApplyLocked() {
   }
 }
 
-nlohmann::json RolloutController::Promote() { return Decide(&Rollout::Promote); }
+nlohmann::json RolloutController::Promote() { return Decide(RolloutDecision::Action::kPromote); }
 
-nlohmann::json RolloutController::Abort() { return Decide(&Rollout::Abort); }
+nlohmann::json RolloutController::Abort() { return Decide(RolloutDecision::Action::kHold); }
 
-nlohmann::json RolloutController::Decide(bool (Rollout::*decision)(absl::Time)) {
-  bool done;
+nlohmann::json RolloutController::Decide(RolloutDecision::Action action) {
+  RolloutDecision decision;
   {
     absl::MutexLock lock(&mu_);
-    done = (rollout_.*decision)(clock_.Now());
-    ApplyLocked();
+    const bool applies = action == RolloutDecision::Action::kPromote
+                             ? rollout_.candidate() != nullptr
+                             : rollout_.stage() == Rollout::Stage::kBaking;
+    if (!applies) return {{"done", false}, {"rollout", ToJsonLocked()}};
+    decision = Stamped({.candidate = rollout_.candidate()->version(),
+                        .action = action,
+                        .reason = action == RolloutDecision::Action::kPromote
+                                      ? "promoted by the operator"
+                                      : "aborted by the operator"});
   }
-  return {{"done", done}, {"rollout", ToJson()}};
+  absl::StatusOr<RolloutDecision> recorded = ledger_.Record(decision, /*overrule=*/true);
+  absl::MutexLock lock(&mu_);
+  // The operator's decision applies here even when it cannot be shared
+  // now; it is recorded when the store answers again.
+  const bool done = rollout_.Apply(decision, clock_.Now());
+  if (!recorded.ok()) {
+    ledger_error_ = std::string(recorded.status().message());
+    if (done) unrecorded_ = decision;
+  }
+  ApplyLocked();
+  nlohmann::json answer = {{"done", done}, {"shared", recorded.ok()}, {"rollout", ToJsonLocked()}};
+  if (!recorded.ok()) answer["error"] = recorded.status().message();
+  return answer;
 }
 
 nlohmann::json RolloutController::ToJson() const {
   absl::MutexLock lock(&mu_);
+  return ToJsonLocked();
+}
+
+nlohmann::json RolloutController::ToJsonLocked() const {
   const RolloutPolicy& policy = options_.policy;
   return {{"stage", RolloutStageName(rollout_.stage())},
           {"stable", Version(rollout_.stable())},
@@ -163,7 +248,11 @@ nlohmann::json RolloutController::ToJson() const {
              policy.metadata_key.empty() ? "" : policy.metadata_key + "=" + policy.metadata_value},
             {"bake", absl::FormatDuration(policy.bake)},
             {"ack_timeout", absl::FormatDuration(policy.ack_timeout)}}},
-          {"persist_error", persist_error_}};
+          {"persist_error", persist_error_},
+          {"decisions",
+           {{"shared_through", ledger_.Describe()},
+            {"error", ledger_error_},
+            {"unshared", unrecorded_ ? unrecorded_->candidate : ""}}}};
 }
 
 }  // namespace holdfast

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -9,7 +10,9 @@
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/common/poller.h"
+#include "src/common/shared_document.h"
 #include "src/rollout/rollout.h"
+#include "src/rollout/rollout_ledger.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/proxy_state.h"
 
@@ -22,15 +25,29 @@ namespace holdfast {
 // Every check interval it reports the canaries (the proxies marked canary
 // in `proxies`) to the Rollout, which promotes or holds.
 //
+// Decisions go through a RolloutLedger shared by the replicas: a verdict of
+// this replica's canaries (or its operator) is recorded there first, and
+// the decision that stands is applied, so every replica promotes or holds
+// a candidate alike. While a candidate bakes or is held, the ledger is read
+// every ledger_interval for another replica's decision. A hold that cannot
+// be recorded (store unreachable) applies here at once and is recorded
+// later; a promotion waits until it is recorded (another replica's hold
+// could not be seen).
+//
 // The stable snapshot is persisted (state_dir/rollout-stable.snapshot), so
 // a replica restarted mid-rollout takes what it restores or reads next as
-// a candidate again, not as stable. Thread-safe.
+// a candidate again, not as stable, and follows the ledger's decision
+// about it. Thread-safe.
 class RolloutController {
  public:
   struct Options {
     RolloutPolicy policy;
     std::string state_dir;  // empty: the stable snapshot is not persisted
     absl::Duration check_interval = absl::Milliseconds(250);
+    // Where the replicas share decisions; null: in this process only.
+    SharedDocument* shared = nullptr;
+    std::string replica_id;  // named in the decisions this replica makes
+    absl::Duration ledger_interval = absl::Seconds(1);
   };
 
   RolloutController(Options options, SnapshotCache* staged, SnapshotCache* serving,
@@ -50,7 +67,22 @@ class RolloutController {
 
  private:
   void Offer(SnapshotPtr snapshot);
-  nlohmann::json Decide(bool (Rollout::*decision)(absl::Time));
+  // The operator's decision about the current candidate, recorded over
+  // whatever stands.
+  nlohmann::json Decide(RolloutDecision::Action action);
+  // What to ask the ledger this check: record a verdict (or a hold not yet
+  // recorded), look for another replica's decision, or nothing.
+  struct LedgerCall {
+    std::optional<RolloutDecision> record;
+    std::string find;  // a candidate's version
+  };
+  LedgerCall NextLedgerCall(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies what the ledger answered to `call`.
+  void Follow(const LedgerCall& call,
+              const absl::StatusOr<std::optional<RolloutDecision>>& standing, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RolloutDecision Stamped(RolloutDecision decision) const;
+  nlohmann::json ToJsonLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes what the rollout says, and records a change of stage.
   void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StablePath() const;
@@ -74,6 +106,12 @@ class RolloutController {
   Rollout::Stage published_stage_ ABSL_GUARDED_BY(mu_) = Rollout::Stage::kIdle;
   SnapshotPtr logged_candidate_ ABSL_GUARDED_BY(mu_);
   std::string persist_error_ ABSL_GUARDED_BY(mu_);
+  std::optional<RolloutDecision> unrecorded_ ABSL_GUARDED_BY(mu_);  // applied, not yet shared
+  absl::Time next_ledger_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::string ledger_error_ ABSL_GUARDED_BY(mu_);
+
+  std::unique_ptr<InMemorySharedDocument> own_document_;  // when no store is shared
+  RolloutLedger ledger_;
 
   std::unique_ptr<SnapshotCache::WatchHandle> watch_;
   Poller poller_;
