@@ -24,15 +24,18 @@ CanaryReport ReportCanaries(const std::vector<ProxyView>& canaries, const Snapsh
   for (const ProxyView& proxy : canaries) {
     ++report.canaries;
     const NackRecord* nack = nullptr;
+    std::string nacked_type;
     for (const auto& [type, progress] : proxy.types) {
       if (progress.nack.has_value() && progress.nack->version == progress.last_sent_version) {
         nack = &*progress.nack;
+        nacked_type = type;
       }
     }
     if (nack != nullptr) {
       if (report.nacked++ == 0) {
         report.nacking_node = proxy.node_id;
         report.error = nack->error;
+        report.nacked_type = std::move(nacked_type);
       }
     } else if (candidate != nullptr && HoldsCandidate(proxy, candidate)) {
       ++report.acked;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace holdfast {
 
@@ -58,6 +59,9 @@ std::optional<RolloutDecision> Rollout::Judge(const CanaryReport& report, absl::
     decision.reason =
         absl::StrFormat("%d of %d canaries rejected %s (%s: %s)", report.nacked, report.canaries,
                         candidate_->version(), report.nacking_node, report.error);
+    if (!report.nacked_type.empty()) {
+      absl::StrAppend(&decision.reason, "; ", DescribeChanges(report.nacked_type));
+    }
   } else if (report.acked < report.canaries && baked >= policy_.ack_timeout) {
     decision.action = RolloutDecision::Action::kHold;
     decision.reason = absl::StrFormat(
@@ -73,6 +77,30 @@ std::optional<RolloutDecision> Rollout::Judge(const CanaryReport& report, absl::
     return std::nullopt;
   }
   return decision;
+}
+
+std::vector<std::string> ChangedResources(const Snapshot& stable, const Snapshot& candidate,
+                                          absl::string_view type_url, size_t limit) {
+  std::vector<std::string> changed;
+  const ResourceMap& before = stable.Resources(type_url);
+  for (const auto& [name, resource] : candidate.Resources(type_url)) {
+    if (changed.size() >= limit) break;
+    auto it = before.find(name);
+    if (it == before.end() || it->second->version() != resource->version()) changed.push_back(name);
+  }
+  return changed;
+}
+
+std::string Rollout::DescribeChanges(absl::string_view type_url) const {
+  constexpr size_t kNamed = 5;
+  std::vector<std::string> changed = ChangedResources(*stable_, *candidate_, type_url, kNamed + 1);
+  const bool more = changed.size() > kNamed;
+  if (more) changed.pop_back();
+  absl::string_view type = TypeNameOf(type_url);
+  type = type.substr(type.rfind('.') + 1);  // "Cluster"
+  return absl::StrCat("changed ", type, ": ",
+                      changed.empty() ? "none (only removals)" : absl::StrJoin(changed, ", "),
+                      more ? ", ..." : "");
 }
 
 bool Rollout::Apply(const RolloutDecision& decision, absl::Time now) {

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "envoy/config/core/v3/base.pb.h"
@@ -37,9 +38,15 @@ struct CanaryReport {
   size_t canaries = 0;       // connected
   size_t acked = 0;          // hold the candidate's content for every type they asked for
   size_t nacked = 0;         // rejected the latest response of some type
-  std::string nacking_node;  // one of them, and its error, for the hold's reason
+  std::string nacking_node;  // one of them, its error and the type it rejected, for the reason
   std::string error;
+  std::string nacked_type;  // a type URL
 };
+
+// The resources of `type_url` that `candidate` adds or changes over
+// `stable`, by name: what a NACK of that type rejected. At most `limit`.
+std::vector<std::string> ChangedResources(const Snapshot& stable, const Snapshot& candidate,
+                                          absl::string_view type_url, size_t limit);
 
 // What was decided about a candidate snapshot: serve it to every proxy, or
 // hold it. Made by one replica (from its canaries, or by its operator) and,
@@ -102,6 +109,8 @@ class Rollout {
   absl::Time since() const { return since_; }
 
  private:
+  // "changed Cluster: ns/a, ns/b": what the candidate changed in a type.
+  std::string DescribeChanges(absl::string_view type_url) const;
   void PromoteCandidate(std::string how, absl::Time now);
   void Hold(std::string why, absl::Time now);
 

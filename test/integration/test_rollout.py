@@ -59,6 +59,7 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
                     timeout=CONVERGE_TIMEOUT, what="the rollout held by the canary's NACK")
     print("held:", held)
     assert canary.node_id in held["reason"] and "LB policy is not supported" in held["reason"], held
+    assert "changed Cluster: test/alpha" in held["reason"], held  # what it rejected
     assert held["canaries"] == {"connected": 1, "acked": 0, "nacked": 1,
                                 "nacking_node": canary.node_id,
                                 "error": held["canaries"]["error"]}, held

@@ -61,6 +61,8 @@ def test_a_hold_seen_by_one_replica_holds_every_replica(store, backends, procs, 
     held_a = wait_for(lambda: rollout(a), lambda r: r["stage"] == "held",
                       timeout=CONVERGE_TIMEOUT, what="replica a held by its canary's NACK")
     assert canary.node_id in held_a["reason"], held_a
+    # The reason names what the canary rejected: the changed cluster.
+    assert "changed Cluster: test/alpha" in held_a["reason"], held_a
     held_b = wait_for(lambda: rollout(b), lambda r: r["stage"] == "held",
                       timeout=CONVERGE_TIMEOUT, what="replica b held by a's decision")
     print("held on b:", held_b)

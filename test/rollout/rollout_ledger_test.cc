@@ -187,7 +187,7 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   b.controller.Check();
   EXPECT_EQ(b.Stage(), "held") << "b's canary ACKed, yet a's NACK holds b";
   EXPECT_TRUE(absl::StrContains(std::string(b.controller.ToJson()["reason"]),
-                                "connect_timeout too long) (decided by replica a)"))
+                                "connect_timeout too long); changed Cluster: a (decided by replica a)"))
       << b.controller.ToJson().dump();
   clock_.Advance(absl::Seconds(61));
   b.controller.Check();
