@@ -90,7 +90,7 @@ void RolloutController::Check() {
   // The store is asked without the lock: it may take a call timeout.
   absl::StatusOr<std::optional<RolloutDecision>> standing =
       call.record ? absl::StatusOr<std::optional<RolloutDecision>>(
-                        ledger_.Record(*call.record, /*overrule=*/false))
+                        ledger_.Record(*call.record, call.overrule))
                   : ledger_.Find(call.find);
   absl::MutexLock lock(&mu_);
   Follow(call, standing, clock_.Now());
@@ -104,11 +104,9 @@ RolloutDecision RolloutController::Stamped(RolloutDecision decision) const {
 }
 
 RolloutController::LedgerCall RolloutController::NextLedgerCall(absl::Time now) {
-  if (unrecorded_ && rollout_.candidate() != nullptr &&
-      unrecorded_->candidate == rollout_.candidate()->version()) {
-    return {.record = unrecorded_};
-  }
-  unrecorded_.reset();
+  // Applied here while the store did not answer: shared first, even if a
+  // newer candidate came meanwhile (the others may still be on that one).
+  if (unrecorded_) return {.record = unrecorded_->decision, .overrule = unrecorded_->overrule};
   if (rollout_.stage() == Rollout::Stage::kBaking) {
     if (std::optional<RolloutDecision> verdict = rollout_.Judge(last_report_, now)) {
       return {.record = Stamped(*std::move(verdict))};
@@ -125,7 +123,7 @@ void RolloutController::Follow(const LedgerCall& call,
   if (standing.ok()) {
     if (!ledger_error_.empty()) LogInfo("rollout: %s answers again", ledger_.Describe());
     ledger_error_.clear();
-    if (call.record && unrecorded_ && unrecorded_->candidate == call.record->candidate) {
+    if (call.record && unrecorded_ && unrecorded_->decision.candidate == call.record->candidate) {
       unrecorded_.reset();
     }
     if (standing->has_value()) rollout_.Apply(**standing, now);
@@ -140,7 +138,7 @@ void RolloutController::Follow(const LedgerCall& call,
   // promotion waits for the ledger.
   if (call.record && call.record->action == RolloutDecision::Action::kHold &&
       rollout_.Apply(*call.record, now)) {
-    unrecorded_ = call.record;
+    unrecorded_ = Unrecorded{*call.record, call.overrule};
   }
 }
 
@@ -216,7 +214,7 @@ nlohmann::json RolloutController::Decide(RolloutDecision::Action action) {
   const bool done = rollout_.Apply(decision, clock_.Now());
   if (!recorded.ok()) {
     ledger_error_ = std::string(recorded.status().message());
-    if (done) unrecorded_ = decision;
+    if (done) unrecorded_ = Unrecorded{decision, /*overrule=*/true};
   }
   ApplyLocked();
   nlohmann::json answer = {{"done", done}, {"shared", recorded.ok()}, {"rollout", ToJsonLocked()}};
@@ -252,7 +250,7 @@ nlohmann::json RolloutController::ToJsonLocked() const {
           {"decisions",
            {{"shared_through", ledger_.Describe()},
             {"error", ledger_error_},
-            {"unshared", unrecorded_ ? unrecorded_->candidate : ""}}}};
+            {"unshared", unrecorded_ ? unrecorded_->decision.candidate : ""}}}};
 }
 
 }  // namespace holdfast

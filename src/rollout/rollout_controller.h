@@ -74,7 +74,13 @@ class RolloutController {
   // recorded), look for another replica's decision, or nothing.
   struct LedgerCall {
     std::optional<RolloutDecision> record;
-    std::string find;  // a candidate's version
+    bool overrule = false;  // the operator's decision
+    std::string find;       // a candidate's version
+  };
+  // A decision applied here that the store has not taken yet.
+  struct Unrecorded {
+    RolloutDecision decision;
+    bool overrule = false;
   };
   LedgerCall NextLedgerCall(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies what the ledger answered to `call`.
@@ -106,7 +112,7 @@ class RolloutController {
   Rollout::Stage published_stage_ ABSL_GUARDED_BY(mu_) = Rollout::Stage::kIdle;
   SnapshotPtr logged_candidate_ ABSL_GUARDED_BY(mu_);
   std::string persist_error_ ABSL_GUARDED_BY(mu_);
-  std::optional<RolloutDecision> unrecorded_ ABSL_GUARDED_BY(mu_);  // applied, not yet shared
+  std::optional<Unrecorded> unrecorded_ ABSL_GUARDED_BY(mu_);
   absl::Time next_ledger_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::string ledger_error_ ABSL_GUARDED_BY(mu_);
 

@@ -186,8 +186,9 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   EXPECT_EQ(a.Stage(), "held");
   b.controller.Check();
   EXPECT_EQ(b.Stage(), "held") << "b's canary ACKed, yet a's NACK holds b";
-  EXPECT_TRUE(absl::StrContains(std::string(b.controller.ToJson()["reason"]),
-                                "connect_timeout too long); changed Cluster: a (decided by replica a)"))
+  EXPECT_TRUE(
+      absl::StrContains(std::string(b.controller.ToJson()["reason"]),
+                        "connect_timeout too long); changed Cluster: a (decided by replica a)"))
       << b.controller.ToJson().dump();
   clock_.Advance(absl::Seconds(61));
   b.controller.Check();
@@ -290,6 +291,34 @@ TEST_F(SharedRolloutTest, TheOperatorsDecisionOverrulesAndReachesEveryReplica) {
   clock_.Advance(absl::Seconds(1));
   b.controller.Check();
   EXPECT_EQ(b.Stage(), "held");
+}
+
+TEST_F(SharedRolloutTest, AnOperatorsDecisionMadeWhileTheStoreIsDownIsSharedWhenItReturns) {
+  Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
+  Canary rejecting(1, clock_, &a.proxies);
+  for (Replica* r : {&a, &b}) r->Offer(v1_);
+  rejecting.Take(v1_);
+  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  rejecting.Take(v2_, "bad");
+  a.controller.Check();
+  b.controller.Check();
+  ASSERT_EQ(a.Stage(), "held");
+  ASSERT_EQ(b.Stage(), "held");
+  doc_.SetUnavailable(true);
+  nlohmann::json answer = b.controller.Promote();
+  EXPECT_EQ(answer["done"], true);
+  EXPECT_EQ(answer["shared"], false);
+  EXPECT_EQ(b.Everyone(), v2_->version()) << "applied here at once";
+  clock_.Advance(absl::Seconds(1));
+  a.controller.Check();
+  EXPECT_EQ(a.Stage(), "held") << "a cannot know yet";
+  doc_.SetUnavailable(false);
+  b.controller.Check();  // shared now, over a's hold
+  EXPECT_EQ(b.controller.ToJson()["decisions"]["unshared"], "");
+  clock_.Advance(absl::Seconds(1));
+  a.controller.Check();
+  EXPECT_EQ(a.Stage(), "idle");
+  EXPECT_EQ(a.Everyone(), v2_->version());
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include "gtest/gtest.h"
 #include "src/rollout/canary_report.h"
 #include "src/rollout/rollout_controller.h"
-#include "src/xds/stream.h"
 #include "src/xds/sotw_session.h"
+#include "src/xds/stream.h"
 #include "test/unit/test_resources.h"
 
 namespace holdfast {
