@@ -13,11 +13,15 @@ retry period 1 s).
   old one follows and keeps serving;
 - the API server killed: the leader steps down after its renew deadline and
   keeps serving xDS; leadership returns once the API server is back;
-- spec.preferredHolder set by the admin moves leadership.
+- spec.preferredHolder set by the admin moves leadership;
+- a staged rollout's decisions are shared through the ConfigMap
+  holdfast-rollout: an abort on one replica holds the candidate on the
+  other, a promote there reaches the first.
 """
 
 import json
 import signal
+import subprocess
 import threading
 import time
 
@@ -51,7 +55,7 @@ class KubeReplica:
     """One `holdfast serve --kubeconfig` process, with the interface
     hf_replica's leader helpers use (name, leader())."""
 
-    def __init__(self, procs, binary, kubeconfig, name, work):
+    def __init__(self, procs, binary, kubeconfig, name, work, extra=()):
         self.name = name
         self._ports_file = work / f"{name}-ports.json"
         self.proc = procs.start(f"holdfast-{name}", [
@@ -60,7 +64,7 @@ class KubeReplica:
             "--renew-deadline", f"{RENEW_DEADLINE:g}s",
             "--retry-period", f"{RETRY_PERIOD:g}s",
             "--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-            "--ports-file", self._ports_file, "--state-dir", work / f"{name}-state"],
+            "--ports-file", self._ports_file, "--state-dir", work / f"{name}-state", *extra],
             env=environ_without_grpc(), check_exit=True)
         ports = json.loads(wait_for_file(self._ports_file, self.proc, START_TIMEOUT))
         self.xds_port = int(ports["xds"])
@@ -95,10 +99,10 @@ def install(kube):
     kube.ensure_namespace("test")
 
 
-def start_replicas(kube, procs, tmp_path, names=("a", "b", "c")) -> list:
+def start_replicas(kube, procs, tmp_path, names=("a", "b", "c"), extra=()) -> list:
     binary = Binaries.from_env().holdfast
     kubeconfig = kube.kubeconfig("holdfast")
-    return [KubeReplica(procs, binary, kubeconfig, n, tmp_path) for n in names]
+    return [KubeReplica(procs, binary, kubeconfig, n, tmp_path, extra) for n in names]
 
 
 def stop_all(replicas):
@@ -340,3 +344,54 @@ def _preferred_holder_moves_leadership(kube, procs, tmp_path):
     assert new_term > term
     assert leader.proc.running() and leader.leader()["is_leader"] is False
     stop_all(replicas)
+
+
+def rollout_of(replica) -> dict:
+    replica.assert_running()
+    return replica.admin.get_json("/debug/rollout")
+
+
+def test_replicas_share_rollout_decisions_through_a_config_map(kube, procs, tmp_path):
+    install(kube)
+    kube.admin.apply([upstream("up-a", 18081), virtual_service("vs", [route(upstream="up-a")])])
+    # Decisions by hand only: a bake and timeout no test waits for.
+    flags = ["--rollout-canary-metadata", "canary=yes", "--rollout-bake", "1h",
+             "--rollout-ack-timeout", "1h"]
+    a, b = start_replicas(kube, procs, tmp_path, names=("a", "b"), extra=flags)
+    for r in (a, b):
+        view = wait_for(lambda: rollout_of(r), lambda v: v["stable"] != "", timeout=TIMEOUT,
+                        what=f"{r.name} serving a stable snapshot")
+        assert view["decisions"]["shared_through"] == \
+            "ConfigMap holdfast-system/holdfast-rollout key decisions", view
+
+    kube.admin.apply([upstream("up-a", 18082)])  # a change: baking on both
+    views = wait_for(lambda: [rollout_of(a), rollout_of(b)],
+                     lambda v: all(x["stage"] == "baking" for x in v)
+                     and v[0]["candidate"] == v[1]["candidate"],
+                     timeout=TIMEOUT, what="the same candidate baking on both replicas")
+    candidate = views[0]["candidate"]
+    aborted = subprocess.run([Binaries.from_env().holdfast, "rollout", "abort", "--admin",
+                              f"127.0.0.1:{a.admin.port}", "-o", "json"],
+                             capture_output=True, text=True, timeout=60)
+    assert aborted.returncode == 0, (aborted.stdout, aborted.stderr)
+    assert json.loads(aborted.stdout)["shared"] is True, aborted.stdout
+    held = wait_for(lambda: rollout_of(b), lambda v: v["stage"] == "held", timeout=TIMEOUT,
+                    what="b held by a's abort")
+    assert held["reason"] == "aborted by the operator (decided by replica a)", held
+    # The decision as the API server keeps it, read as admin.
+    cm = kube.admin.get("v1", "ConfigMap", "holdfast-rollout", "holdfast-system")
+    recorded = json.loads(cm["data"]["decisions"])["decisions"]
+    assert [(d["candidate"], d["action"], d["replica"]) for d in recorded] == \
+        [(candidate, "hold", "a")], recorded
+
+    promoted = subprocess.run([Binaries.from_env().holdfast, "rollout", "promote", "--admin",
+                               f"127.0.0.1:{b.admin.port}", "-o", "json"],
+                              capture_output=True, text=True, timeout=60)
+    assert promoted.returncode == 0, (promoted.stdout, promoted.stderr)
+    promoted = json.loads(promoted.stdout)
+    assert promoted["shared"] is True, promoted
+    done = wait_for(lambda: rollout_of(a), lambda v: v["stage"] == "idle"
+                    and v["stable"] == candidate, timeout=TIMEOUT,
+                    what="a promoted by b's decision")
+    assert done["reason"] == "promoted by the operator (decided by replica b)", done
+    stop_all([a, b])
