@@ -165,6 +165,29 @@ int RunDump(const DumpOptions& options) {
   return 0;
 }
 
+namespace {
+
+void PrintRollout(const nlohmann::json& rollout) {
+  auto field = [&](const char* name) { return rollout.value(name, ""); };
+  std::printf("stage      %s since %s\nstable     %s\n", field("stage").c_str(),
+              field("since").c_str(), field("stable").c_str());
+  if (!field("candidate").empty()) std::printf("candidate  %s\n", field("candidate").c_str());
+  if (!field("reason").empty()) std::printf("reason     %s\n", field("reason").c_str());
+  const nlohmann::json decisions = rollout.value("decisions", nlohmann::json::object());
+  if (decisions.is_object() && !decisions.value("shared_through", "").empty()) {
+    std::printf("shared     through %s\n", decisions.value("shared_through", "").c_str());
+    if (!decisions.value("error", "").empty()) {
+      std::printf("           cannot reach it: %s\n", decisions.value("error", "").c_str());
+    }
+    if (!decisions.value("unshared", "").empty()) {
+      std::printf("           not shared yet: the decision about %s\n",
+                  decisions.value("unshared", "").c_str());
+    }
+  }
+}
+
+}  // namespace
+
 int RunRollout(const RolloutOptions& options) {
   absl::StatusOr<AdminClient> client = AdminClient::Create(options.admin);
   if (!client.ok()) return Fail(client.status());
@@ -182,14 +205,13 @@ int RunRollout(const RolloutOptions& options) {
   if (options.output == "json") {
     std::printf("%s\n", answer->dump(2).c_str());
   } else {
-    std::printf("stage      %s since %s\nstable     %s\n", rollout.value("stage", "").c_str(),
-                rollout.value("since", "").c_str(), rollout.value("stable", "").c_str());
-    if (!rollout.value("candidate", "").empty()) {
-      std::printf("candidate  %s\n", rollout.value("candidate", "").c_str());
-    }
-    if (!rollout.value("reason", "").empty()) {
-      std::printf("reason     %s\n", rollout.value("reason", "").c_str());
-    }
+    PrintRollout(rollout);
+  }
+  if (answer->value("shared", true) == false) {
+    std::fprintf(stderr,
+                 "applied on this replica only for now (the others follow once the store "
+                 "takes it): %s\n",
+                 answer->value("error", "").c_str());
   }
   if (options.action != "status") return (*answer).value("done", false) ? 0 : 1;
   return rollout.value("stage", "") == "held" ? 1 : 0;

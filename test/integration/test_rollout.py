@@ -120,6 +120,8 @@ def test_the_operator_aborts_and_promotes_by_hand(gateway_world):
     canary.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
     status = holdfast_cli("rollout", "status", "--admin", admin)
     assert status.returncode == 0 and "stage      baking" in status.stdout, status.stdout
+    # One replica with a directory of config: no store to share decisions.
+    assert "shared     through memory (this replica only)" in status.stdout, status.stdout
     other.wait_serving("alpha", since=other.mark(), timeout=CONVERGE_TIMEOUT)
 
     aborted = holdfast_cli("rollout", "abort", "--admin", admin)
