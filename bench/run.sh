@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Fleet benchmarks: holdfast against a go-control-plane peer, same run.
+# Fleet benchmarks: holdfast against go-control-plane and java-control-plane
+# peers, same run.
 #
 #   bench/run.sh [--quick] [hfbench suite flags...]
 #
 # Builds holdfast (ninja, if build/ exists) and the Go tools (load generator
-# and driver `hfbench`, peer `hfpeer`) into $HOLDFAST_CACHE/bench, raises the
-# open-files limit, runs every scenario against holdfast and then against the
-# peer, and prints a markdown table with both figures and their ratio.
+# and driver `hfbench`, peer `hfpeer`) into $HOLDFAST_CACHE/bench, and, when
+# --servers names java-control-plane, the Java peer `javapeer.jar` (Maven,
+# repository $HOLDFAST_CACHE/m2; skipped while it is newer than every file of
+# bench/javapeer); raises the open-files limit, runs every scenario against
+# holdfast and then against the peers, and prints a markdown table with the
+# figures and holdfast's ratio to each peer.
 # Results, logs and work files go to $HFBENCH_OUT (default: a new directory
 # under $HOLDFAST_CACHE/bench/runs). Everything listens on 127.0.0.1.
 #
@@ -22,6 +26,20 @@ cache="$HOLDFAST_CACHE/bench"
 build_dir="${HOLDFAST_BUILD_DIR:-$root/build}"
 holdfast_bin="${HOLDFAST_BIN:-$build_dir/src/app/holdfast}"
 mkdir -p "$cache/runs"
+javapeer_jar="$cache/javapeer.jar"
+
+# The Java peer is built and passed only when it is asked for.
+want_java=0
+prev=
+for a in "$@"; do
+  case "$prev|$a" in
+    --servers\|*java-control-plane* | -servers\|*java-control-plane*) want_java=1 ;;
+  esac
+  case "$a" in
+    --servers=*java-control-plane* | -servers=*java-control-plane*) want_java=1 ;;
+  esac
+  prev="$a"
+done
 
 if [[ "${HFBENCH_NO_BUILD:-0}" != 1 ]]; then
   if [[ -f "$build_dir/build.ninja" && -z "${HOLDFAST_BIN:-}" ]]; then
@@ -35,8 +53,23 @@ if [[ "${HFBENCH_NO_BUILD:-0}" != 1 ]]; then
       GOCACHE="$HOLDFAST_CACHE/go/build" GOFLAGS="-modcacherw -buildvcs=false" GOWORK=off
     nice -n 10 go build -o "$cache/" ./cmd/hfbench ./cmd/hfpeer
   )
+  if [[ $want_java == 1 ]]; then
+    if [[ ! -f "$javapeer_jar" ]] || [[ -n "$(find "$here/javapeer" -path "$here/javapeer/target" -prune \
+        -o -type f -newer "$javapeer_jar" -print -quit)" ]]; then
+      echo "== building javapeer into $cache (Maven repository $HOLDFAST_CACHE/m2)" >&2
+      nice -n 10 mvn -B -q -f "$here/javapeer/pom.xml" -Dmaven.repo.local="$HOLDFAST_CACHE/m2" \
+        -Djavapeer.buildDir="$cache/javapeer-build" package >&2
+      cp "$cache/javapeer-build/javapeer.jar" "$javapeer_jar.tmp"
+      mv "$javapeer_jar.tmp" "$javapeer_jar"
+    else
+      echo "== javapeer is up to date: $javapeer_jar" >&2
+    fi
+  fi
 fi
 [[ -x "$holdfast_bin" ]] || { echo "holdfast binary not found: $holdfast_bin" >&2; exit 1; }
+if [[ $want_java == 1 ]]; then
+  [[ -f "$javapeer_jar" ]] || { echo "javapeer not built: $javapeer_jar" >&2; exit 1; }
+fi
 
 # One connection per simulated proxy: use the whole hard limit (20,000 on
 # these machines) for the driver and the servers it starts.
@@ -59,5 +92,12 @@ echo "== holdfast binary: $holdfast_bin, built $(stat -c %y "$holdfast_bin" | cu
 # Run a copy: a rebuild of build/ during the run must not change (or break)
 # the binary under test.
 cp "$holdfast_bin" "$out/holdfast"
+java_args=()
+if [[ $want_java == 1 ]]; then
+  # The JVM reads classes from the jar while it runs: a copy, like holdfast's.
+  cp "$javapeer_jar" "$out/javapeer.jar"
+  java_args=(--javapeer "$out/javapeer.jar")
+  echo "== javapeer: $(java -version 2>&1 | head -1), jar sha256 $(sha256sum "$out/javapeer.jar" | cut -c1-16)" >&2
+fi
 "$cache/hfbench" suite "${quick[@]}" --holdfast "$out/holdfast" --peer "$cache/hfpeer" \
-  --out "$out" ${args[@]+"${args[@]}"}
+  ${java_args[@]+"${java_args[@]}"} --out "$out" ${args[@]+"${args[@]}"}

@@ -2,9 +2,11 @@
 // their ClusterLoadAssignments, one RouteConfiguration and listeners whose
 // HttpConnectionManager loads it over RDS (ADS) with the router filter.
 //
-// The same resources go to both servers: holdfast reads them as JSON files
+// The same resources go to every server: holdfast reads them as JSON files
 // from a directory (WriteDir, WriteEndpoints), the go-control-plane peer
-// builds its snapshot from the Go values directly.
+// builds its snapshot from the Go values directly, and the java-control-plane
+// peer builds the same values in Java (bench/javapeer/.../Fleet.java: keep it
+// in step with this file).
 //
 // Every ClusterLoadAssignment carries the generation of its last change in
 // its locality's sub_zone ("g<N>"); a change also moves the endpoints' ports.

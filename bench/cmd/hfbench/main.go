@@ -1,9 +1,10 @@
 // Command hfbench runs holdfast's fleet benchmarks: each scenario against
-// holdfast and then against a go-control-plane peer (hfpeer) in the same
+// holdfast and then against peers serving the same resources (go-control-plane
+// in hfpeer; java-control-plane in javapeer, if selected) in the same
 // invocation, with the same simulated proxies, and prints a markdown table
-// of both figures and their ratio.
+// of the figures and holdfast's ratio to each peer.
 //
-//	hfbench suite [--quick] --holdfast BIN --peer BIN [--out DIR] [flags]
+//	hfbench suite [--quick] --holdfast BIN --peer BIN [--javapeer JAR] [--out DIR] [flags]
 //	hfbench gen --dir DIR [--clusters N ...]   write holdfast's config files
 package main
 
@@ -33,6 +34,9 @@ type config struct {
 	holdfastArgs []string
 	xdsRoot      string // where holdfast's config directories go (tmpfs)
 	peerBin      string
+	javaPeerJar  string   // javapeer.jar (kind java-control-plane)
+	javaBin      string   // the java launcher
+	javaOpts     []string // JVM options for javapeer
 	outDir       string
 	servers      []string
 	scenarios    []string
@@ -61,6 +65,12 @@ type config struct {
 	slowFrac    float64
 	slowPushes  int
 }
+
+// defaultJavaOpts: G1 (the JVM's default collector here, named so that it
+// stays so), a 4 GiB heap ceiling, and heap free ratios low enough that the
+// System.gc() javapeer runs after a quiet second gives the freed heap back
+// to the OS, as hfpeer's debug.FreeOSMemory and holdfast's malloc_trim do.
+const defaultJavaOpts = "-XX:+UseG1GC -Xmx4g -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=20"
 
 func intList(s string) ([]int, error) {
 	var out []int
@@ -131,6 +141,9 @@ func suite(args []string) {
 	fs.BoolVar(&cfg.quick, "quick", false, "quick profile: smaller fleets and shorter churn (see the defaults below)")
 	fs.StringVar(&cfg.holdfastBin, "holdfast", "", "holdfast binary")
 	fs.StringVar(&cfg.peerBin, "peer", "", "hfpeer binary")
+	fs.StringVar(&cfg.javaPeerJar, "javapeer", "", "javapeer.jar (server "+kindJava+")")
+	fs.StringVar(&cfg.javaBin, "java", "java", "java launcher for javapeer")
+	javaOpts := fs.String("java-opts", defaultJavaOpts, "JVM options for javapeer, space-separated")
 	fs.StringVar(&cfg.outDir, "out", "", "directory for logs, work files and results (default: a new temp dir)")
 	fs.Func("holdfast-arg", "extra argument for `holdfast serve` (repeatable)", func(v string) error {
 		cfg.holdfastArgs = append(cfg.holdfastArgs, v)
@@ -171,6 +184,7 @@ func suite(args []string) {
 		log.Fatalf("--fanout-proxies: %v", err)
 	}
 	sort.Ints(cfg.fanoutSizes)
+	cfg.javaOpts = strings.Fields(*javaOpts)
 	cfg.servers = strList(*servers)
 	cfg.scenarios = strList(*scenarios)
 	cfg.churnModes = strList(*churnModes)
@@ -211,9 +225,13 @@ func suite(args []string) {
 			if cfg.peerBin == "" {
 				log.Fatal("--peer is required")
 			}
+		case kindJava:
+			if cfg.javaPeerJar == "" {
+				log.Fatalf("--javapeer is required for %s", kindJava)
+			}
 		default:
-			log.Fatalf("unknown server %q (want %s, %s or %s)", s, kindHoldfast, kindPeer,
-				kindPeerSnapshot)
+			log.Fatalf("unknown server %q (want %s, %s, %s or %s)", s, kindHoldfast, kindPeer,
+				kindPeerSnapshot, kindJava)
 		}
 	}
 	if *xdsRoot != "" {

@@ -24,6 +24,9 @@ const (
 	kindPeer = "go-control-plane"
 	// go-control-plane with every type in one SnapshotCache.
 	kindPeerSnapshot = "go-control-plane-snapshot"
+	// java-control-plane (javapeer): its V3DiscoveryServer over its SimpleCache,
+	// on grpc-java's Netty transport, in a JVM.
+	kindJava = "java-control-plane"
 )
 
 // server is one server under test, started for one scenario.
@@ -76,6 +79,15 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 			"--ports-file", portsFile, "--cache", cache,
 			"--clusters", strconv.Itoa(params.Clusters), "--routes", strconv.Itoa(params.Routes),
 			"--endpoints", strconv.Itoa(params.EndpointsPerCluster), "--listeners", strconv.Itoa(params.Listeners))
+	case kindJava:
+		// The JVM is the server process: java execs in place, so the PID
+		// whose CPU and RSS are read is the JVM's.
+		args := append(append([]string(nil), cfg.javaOpts...), "-jar", cfg.javaPeerJar,
+			"--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+			"--ports-file", portsFile, "--cache", "snapshot",
+			"--clusters", strconv.Itoa(params.Clusters), "--routes", strconv.Itoa(params.Routes),
+			"--endpoints", strconv.Itoa(params.EndpointsPerCluster), "--listeners", strconv.Itoa(params.Listeners))
+		s.cmd = exec.Command(cfg.javaBin, args...)
 	default:
 		return nil, fmt.Errorf("unknown server kind %q", kind)
 	}
@@ -143,6 +155,8 @@ func shortKind(kind string) string {
 		return "gcp"
 	case kindPeerSnapshot:
 		return "gcps"
+	case kindJava:
+		return "jcp"
 	}
 	return "hf"
 }
@@ -167,7 +181,7 @@ func tail(path string, n int) string {
 
 // prepare renders holdfast's endpoint files for changes ahead of time, so
 // that a change during churn is only file writes (the driver shares the CPU
-// with the server). Does nothing for the peer, which renders its own.
+// with the server). Does nothing for the peers, which render their own.
 func (s *server) prepare(gens []int, clusters func(gen int) []int) error {
 	if s.kind != kindHoldfast {
 		return nil
@@ -275,7 +289,7 @@ func (s *server) rss() int64 {
 }
 
 // bytesSent returns holdfast's own count of xDS bytes sent (all types), or
-// false for the peer, which has no such metric.
+// false for the peers, which have no such metric.
 func (s *server) bytesSent() (float64, bool) {
 	if s.kind != kindHoldfast {
 		return 0, false
