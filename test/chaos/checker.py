@@ -39,8 +39,8 @@ Checks:
                         election key was deleted (or before it existed, or
                         under another writer's name)
   leader_after_store    after the store came back (the nemesis' fault_end,
-                        once a write succeeds: to etcd, or to the API
-                        server within its 1 s request timeout), exactly
+                        once a write succeeds: to etcd, or of a Lease to
+                        the API server within its 1 s request timeout), exactly
                         one leader, agreed on by every live replica,
                         within lease + retry
                         period (at its longest jittered draw) + 1 s (one

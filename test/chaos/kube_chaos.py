@@ -253,8 +253,8 @@ class KubeDeployment(Deployment):
 
     def wait_store_back(self, fid: int) -> None:
         """After the API server's etcd restarts, the store is back once the
-        API server takes a write; fault_end (what the checker measures from)
-        comes after."""
+        API server takes a Lease write (KubeCluster.wait_writable); fault_end
+        (what the checker measures from) comes after."""
         try:
             self.kube.wait_ready(timeout=APISERVER_BACK_TIMEOUT)
             self.kube.wait_writable(timeout=APISERVER_BACK_TIMEOUT)

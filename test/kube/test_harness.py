@@ -140,20 +140,24 @@ def test_apiserver_restarts_alone_keeping_data(kube):
 
 
 def test_writable_again_after_its_etcd_restarts(kube):
-    """wait_writable (what chaos runs call the store back) waits for a write
-    to go through, and a write really went through when it returns."""
+    """wait_writable (what chaos runs call the store back) waits for a Lease
+    write to go through, and one really went through when it returns."""
     m = kube.etcd.members[0]
     m.kill()
-    with pytest.raises(AssertionError, match="a write to kube-apiserver"):
+    with pytest.raises(AssertionError, match="a Lease write to kube-apiserver"):
         kube.wait_writable(timeout=3)
     m.restart()
     t0 = time.monotonic()
     kube.wait_writable(timeout=90)
     print(f"writable {time.monotonic() - t0:.1f}s after its etcd restarted")
-    probe = kube.admin.get("v1", "ConfigMap", "hf-write-probe")
-    assert float(probe["data"]["at"]) >= time.time() - (time.monotonic() - t0) - 1
+
+    def probe():
+        return kube.admin.get("coordination.k8s.io/v1", "Lease", "hf-write-probe")["spec"]
+
+    written = float(probe()["holderIdentity"].removeprefix("probe-"))
+    assert written >= time.time() - (time.monotonic() - t0) - 1
     kube.wait_writable(timeout=5)  # again: an existing probe is patched
-    assert kube.admin.get("v1", "ConfigMap", "hf-write-probe")["data"] != probe["data"]
+    assert probe()["holderIdentity"] != f"probe-{written:.6f}"
 
 
 def test_blackhole_behind_a_proxy(kube):
