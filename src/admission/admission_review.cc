@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/kube/json_fields.h"
 #include "src/model/decode.h"
 #include "src/translate/cluster.h"
 #include "src/translate/envoy_validation.h"
@@ -91,7 +92,9 @@ nlohmann::json ReviewAdmission(const nlohmann::json& review) {
     return Review(Denial("", 400, "BadRequest", {FieldError{"request", "missing", {}}}));
   }
   const nlohmann::json& request = review["request"];
-  const std::string uid = request.value("uid", "");
+  // Not value(): it throws on a uid of another type, and a thread that
+  // threw would end the process.
+  const std::string uid = JsonString(request, "uid");
   if (!request.contains("object") || !request["object"].is_object()) {
     // DELETE and CONNECT carry no object to check.
     return Review({{"uid", uid}, {"allowed", true}});

@@ -83,6 +83,13 @@ TEST(AdmissionReviewTest, GarbageIsAnsweredNotThrown) {
             true)
       << "a DELETE carries no object";
   EXPECT_EQ(ReviewAdmission(Review(nlohmann::json::object()))["response"]["allowed"], false);
+  // A uid of another type (found by the fuzzer: it threw, ending the
+  // process that serves the webhook) is answered with an empty uid.
+  nlohmann::json odd_uid = Review(nlohmann::json::object());
+  odd_uid["request"]["uid"] = {{"x", 1}};
+  nlohmann::json answer = ReviewAdmission(odd_uid);
+  EXPECT_EQ(answer["response"]["uid"], "");
+  EXPECT_EQ(answer["response"]["allowed"], false);
 }
 
 }  // namespace
