@@ -35,10 +35,15 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
   const SourceLocation at{"gateway-api:" + kind + "/" + ns + "/" + name, 0};
   // The document is written around the spec's text: building it as JSON
   // would copy the spec.
-  const std::string text =
-      absl::StrCat(R"({"apiVersion":"holdfast.dev/v1","kind":)", nlohmann::json(kind).dump(),
-                   R"(,"metadata":{"name":"synthesized","namespace":)", nlohmann::json(ns).dump(),
-                   R"(},"spec":)", spec.dump(), "}");
+  const std::string text = absl::StrCat(
+      R"({"apiVersion":"holdfast.dev/v1","kind":)",
+      nlohmann::json(kind).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      R"(,"metadata":{"name":"synthesized","namespace":)",
+      nlohmann::json(ns).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      R"(},"spec":)",
+      // Replacing bytes that are not UTF-8 rather than throwing:
+      // a thrown dump would end the process.
+      spec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "}");
   auto [it, fresh] = entries_.try_emplace(absl::StrCat(at.file, "\n", text));
   Entry& entry = it->second;
   entry.used = true;

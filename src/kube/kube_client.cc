@@ -174,7 +174,14 @@ absl::StatusOr<std::optional<KubeWatchEvent>> ParseWatchLine(absl::string_view l
     const nlohmann::json& status = event["object"];
     const nlohmann::json& code_field = JsonField(status, "code");
     long code = code_field.is_number_integer() ? code_field.get<long>() : 500L;
-    return StatusFromHttp(code, status.dump(), "");
+    absl::Status error = StatusFromHttp(code, status.dump(), "");
+    // An ERROR event is an error whatever code it claims: a StatusOr made
+    // from an OK status aborts the process (found by the fuzzer).
+    if (error.ok()) {
+      error = absl::DataLossError(absl::StrCat("watch: an ERROR event with code ", code, ": ",
+                                               status.dump().substr(0, 200)));
+    }
+    return error;
   } else {
     return absl::DataLossError(absl::StrCat("watch: unknown event type ", type));
   }

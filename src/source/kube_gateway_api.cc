@@ -1,6 +1,7 @@
 #include "src/source/kube_gateway_api.h"
 
 #include "absl/strings/escaping.h"
+#include "src/common/utf8.h"
 #include "src/gateway_api/objects.h"
 #include "src/kube/json_fields.h"
 
@@ -49,6 +50,9 @@ std::optional<gateway_api::TlsSecret> TlsSecretOf(const nlohmann::json& secret) 
       out.certificate.empty() || out.private_key.empty()) {
     return std::nullopt;
   }
+  // PEM is text; other bytes (a DER key) are not a usable certificate, and
+  // would end the process where the translation writes them as JSON.
+  if (!IsValidUtf8(out.certificate) || !IsValidUtf8(out.private_key)) return std::nullopt;
   return out;
 }
 
