@@ -135,8 +135,9 @@ TEST_F(GatewayApiSourceTest, BadRouteIsNamedWhileValidRoutesKeepServing) {
   api_.Put(Resource("httproutes"), RouteJson("HTTPRoute", "other", "cross", {"cross.example.com"},
                                              {PrefixRule("/", {Backend("web", 80, 1, "shop")})}));
   Start();
-  ASSERT_TRUE(Eventually(
-      [&] { return StatusOf({gateway_api::kHttpRouteKind, "other", "cross"}).has_value(); }));
+  ASSERT_TRUE(Eventually([&] {
+    return StatusOf({gateway_api::kHttpRouteKind, "other", "cross"}).has_value();
+  }));
   ObjectStatus cross = *StatusOf({gateway_api::kHttpRouteKind, "other", "cross"});
   EXPECT_EQ(cross.state, StatusState::kWarning);
   EXPECT_EQ(cross.reasons[0].path, "spec.rules[0].backendRefs[0].namespace");
@@ -157,6 +158,11 @@ TEST_F(GatewayApiSourceTest, HttpsListenerTerminatesWithATlsSecret) {
   };
   api_.Put(secrets, secret("cert", "kubernetes.io/tls"));
   api_.Put(secrets, secret("opaque", "Opaque"));
+  // A key that is not PEM text (bytes 0x30 0x82 0x95: DER), found by the
+  // fuzzer to end the process: not a usable certificate, nothing more.
+  json der = secret("der", "kubernetes.io/tls");
+  der["data"]["tls.key"] = "MIKV";
+  api_.Put(secrets, der);
   api_.Put(GatewayClassesResource(), ClassJson("holdfast"));
   auto https = [](const std::string& name, int port, const std::string& cert) {
     return json{{"name", name},
@@ -164,8 +170,9 @@ TEST_F(GatewayApiSourceTest, HttpsListenerTerminatesWithATlsSecret) {
                 {"protocol", "HTTPS"},
                 {"tls", {{"certificateRefs", {{{"name", cert}}}}}}};
   };
-  api_.Put(Resource("gateways"),
-           GatewayJson("infra", "secure", {https("a", 8443, "cert"), https("b", 9443, "opaque")}));
+  api_.Put(Resource("gateways"), GatewayJson("infra", "secure",
+                                             {https("a", 8443, "cert"), https("b", 9443, "opaque"),
+                                              https("c", 10443, "der")}));
   Start();
   ASSERT_TRUE(Eventually(
       [&] { return Serves(kListener, "gateway/infra/gateway-api:secure:8443", "CERT-PEM"); }));
@@ -175,6 +182,9 @@ TEST_F(GatewayApiSourceTest, HttpsListenerTerminatesWithATlsSecret) {
             "InvalidCertificateRef")
       << "only Secrets of type kubernetes.io/tls are read";
   EXPECT_FALSE(Serves(kListener, "gateway/infra/gateway-api:secure:9443"));
+  EXPECT_EQ(gateway_api::FindCondition(gateway.listeners[2].conditions, "ResolvedRefs")->reason,
+            "InvalidCertificateRef");
+  EXPECT_FALSE(Serves(kListener, "gateway/infra/gateway-api:secure:10443"));
 }
 
 TEST_F(GatewayApiSourceTest, MissingCrdsDoNotHoldTranslationBack) {
