@@ -1,16 +1,13 @@
 #include "src/kube/kube_shared_document.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/kube/json_fields.h"
 
 namespace holdfast {
 namespace {
 
 std::string VersionOf(const nlohmann::json& object) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  auto version = meta->find("resourceVersion");
-  return version != meta->end() && version->is_string() ? version->get<std::string>() : "";
+  return JsonString(JsonField(object, "metadata"), "resourceVersion");
 }
 
 }  // namespace

@@ -168,6 +168,14 @@ struct Replica {
 
 class SharedRolloutTest : public ::testing::Test {
  protected:
+  // The replicas serve v1 (which the canaries took), then get v2 as a candidate.
+  void OfferV2After(std::initializer_list<Replica*> replicas,
+                    std::initializer_list<Canary*> canaries) {
+    for (Replica* r : replicas) r->Offer(v1_);
+    for (Canary* c : canaries) c->Take(v1_);
+    for (Replica* r : replicas) r->Offer(v2_);
+  }
+
   SimulatedClock clock_;
   InMemorySharedDocument doc_;
   const SnapshotPtr v1_ = Version(1), v2_ = Version(2);
@@ -176,10 +184,7 @@ class SharedRolloutTest : public ::testing::Test {
 TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
   Canary rejecting(1, clock_, &a.proxies), accepting(2, clock_, &b.proxies);
-  for (Replica* r : {&a, &b}) r->Offer(v1_);
-  rejecting.Take(v1_);
-  accepting.Take(v1_);
-  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  OfferV2After({&a, &b}, {&rejecting, &accepting});
   rejecting.Take(v2_, "connect_timeout too long");
   accepting.Take(v2_);
   a.controller.Check();
@@ -220,10 +225,7 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
 TEST_F(SharedRolloutTest, ACandidateOneReplicaPromotedIsNotHeldByAnother) {
   Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
   Canary fine(1, clock_, &a.proxies), late(2, clock_, &b.proxies);
-  for (Replica* r : {&a, &b}) r->Offer(v1_);
-  fine.Take(v1_);
-  late.Take(v1_);
-  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  OfferV2After({&a, &b}, {&fine, &late});
   fine.Take(v2_);  // b's canary is slow to answer
   clock_.Advance(absl::Seconds(60));
   a.controller.Check();
@@ -239,9 +241,7 @@ TEST_F(SharedRolloutTest, ACandidateOneReplicaPromotedIsNotHeldByAnother) {
 TEST_F(SharedRolloutTest, WithTheStoreUnreachableAHoldAppliesAtOnceAndAPromotionWaits) {
   Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
   Canary rejecting(1, clock_, &a.proxies);
-  for (Replica* r : {&a, &b}) r->Offer(v1_);
-  rejecting.Take(v1_);
-  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  OfferV2After({&a, &b}, {&rejecting});
   doc_.SetUnavailable(true);
   rejecting.Take(v2_, "bad");
   a.controller.Check();
@@ -266,9 +266,7 @@ TEST_F(SharedRolloutTest, WithTheStoreUnreachableAHoldAppliesAtOnceAndAPromotion
 TEST_F(SharedRolloutTest, TheOperatorsDecisionOverrulesAndReachesEveryReplica) {
   Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
   Canary rejecting(1, clock_, &a.proxies);
-  for (Replica* r : {&a, &b}) r->Offer(v1_);
-  rejecting.Take(v1_);
-  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  OfferV2After({&a, &b}, {&rejecting});
   rejecting.Take(v2_, "bad");
   a.controller.Check();
   b.controller.Check();
@@ -296,9 +294,7 @@ TEST_F(SharedRolloutTest, TheOperatorsDecisionOverrulesAndReachesEveryReplica) {
 TEST_F(SharedRolloutTest, AnOperatorsDecisionMadeWhileTheStoreIsDownIsSharedWhenItReturns) {
   Replica a("a", &doc_, clock_), b("b", &doc_, clock_);
   Canary rejecting(1, clock_, &a.proxies);
-  for (Replica* r : {&a, &b}) r->Offer(v1_);
-  rejecting.Take(v1_);
-  for (Replica* r : {&a, &b}) r->Offer(v2_);
+  OfferV2After({&a, &b}, {&rejecting});
   rejecting.Take(v2_, "bad");
   a.controller.Check();
   b.controller.Check();
