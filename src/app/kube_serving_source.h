@@ -38,6 +38,9 @@ class KubeServingSource : public ServingSource {
   // The ConfigMap holdfast-rollout in the Lease's namespace.
   SharedDocument* rollout_document() override { return rollout_document_.get(); }
   std::string replica_id() const override { return replica_id_; }
+  void SetStatusOverlay(StatusMap overlay) override {
+    source_->SetStatusOverlay(std::move(overlay));
+  }
 
  private:
   KubeServingSource() = default;

@@ -110,6 +110,9 @@ absl::Status Server::StartParts() {
                                    .shared = source_->rollout_document(),
                                    .replica_id = source_->replica_id()},
         &staged_, &cache_, &proxies_, clock_, &metrics_);
+    // A hold is reported on the objects behind what the canaries rejected.
+    rollout_->OnHeldStatuses(
+        [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
     rollout_->Start();
   }
 

@@ -62,6 +62,9 @@ class ConfigDirectory : public ServingSource {
   }
   const ConfigSource* config_source() const override { return &source_; }
   nlohmann::json StatusJson() const override { return StatusesToJson(source_.statuses()); }
+  void SetStatusOverlay(StatusMap overlay) override {
+    source_.SetStatusOverlay(std::move(overlay));
+  }
   void Stop() override { source_.Stop(); }
 
  private:
@@ -87,6 +90,9 @@ class Etcd : public ServingSource {
 
   const ConfigSource* config_source() const override { return source_.get(); }
   nlohmann::json StatusJson() const override { return StatusesToJson(source_->statuses()); }
+  void SetStatusOverlay(StatusMap overlay) override {
+    source_->SetStatusOverlay(std::move(overlay));
+  }
   std::map<std::string, std::function<nlohmann::json()>> Pages() override {
     return {{"/debug/leader", [this] { return LeaderToJson(elector_->Current()); }}};
   }

@@ -37,6 +37,9 @@ class ServingSource {
   virtual SharedDocument* rollout_document() { return nullptr; }
   // This replica's name in what it shares ("" without a store).
   virtual std::string replica_id() const { return ""; }
+  // Statuses laid over the objects' own (ConfigSource::SetStatusOverlay);
+  // nothing for a source without gateway objects.
+  virtual void SetStatusOverlay(StatusMap overlay) {}
 };
 
 // Builds and starts the source `options` name, publishing its snapshots

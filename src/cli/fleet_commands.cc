@@ -173,6 +173,13 @@ void PrintRollout(const nlohmann::json& rollout) {
               field("since").c_str(), field("stable").c_str());
   if (!field("candidate").empty()) std::printf("candidate  %s\n", field("candidate").c_str());
   if (!field("reason").empty()) std::printf("reason     %s\n", field("reason").c_str());
+  const nlohmann::json held = rollout.value("held_objects", nlohmann::json::array());
+  for (size_t i = 0; held.is_array() && i < held.size(); ++i) {
+    if (held[i].is_string()) {
+      std::printf("%s %s\n", i == 0 ? "held on   " : "          ",
+                  held[i].get<std::string>().c_str());
+    }
+  }
   const nlohmann::json decisions = rollout.value("decisions", nlohmann::json::object());
   if (decisions.is_object() && !decisions.value("shared_through", "").empty()) {
     std::printf("shared     through %s\n", decisions.value("shared_through", "").c_str());

@@ -40,6 +40,7 @@ void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
     // Back to what everyone has: nothing to roll out.
     candidate_ = nullptr;
     stage_ = Stage::kIdle;
+    held_type_.clear();
     since_ = now;
     reason_ = "the stable snapshot was offered again";
     return;
@@ -47,6 +48,7 @@ void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
   reason_ = stage_ == Stage::kBaking ? absl::StrCat("superseded ", candidate_->version()) : "";
   candidate_ = std::move(snapshot);
   stage_ = Stage::kBaking;
+  held_type_.clear();
   since_ = now;
 }
 
@@ -62,6 +64,7 @@ std::optional<RolloutDecision> Rollout::Judge(const CanaryReport& report, absl::
     if (!report.nacked_type.empty()) {
       absl::StrAppend(&decision.reason, "; ", DescribeChanges(report.nacked_type));
     }
+    decision.rejected_type = report.nacked_type;
   } else if (report.acked < report.canaries && baked >= policy_.ack_timeout) {
     decision.action = RolloutDecision::Action::kHold;
     decision.reason = absl::StrFormat(
@@ -111,7 +114,7 @@ bool Rollout::Apply(const RolloutDecision& decision, absl::Time now) {
           : absl::StrCat(decision.reason, " (decided by replica ", decision.replica, ")");
   if (decision.action == RolloutDecision::Action::kHold) {
     if (stage_ != Stage::kBaking) return false;
-    Hold(std::move(reason), now);
+    Hold(std::move(reason), decision.rejected_type, now);
   } else {
     PromoteCandidate(std::move(reason), now);
   }
@@ -142,14 +145,16 @@ void Rollout::PromoteCandidate(std::string how, absl::Time now) {
   stable_ = std::move(candidate_);
   candidate_ = nullptr;
   stage_ = Stage::kIdle;
+  held_type_.clear();
   since_ = now;
   reason_ = std::move(how);
 }
 
-void Rollout::Hold(std::string why, absl::Time now) {
+void Rollout::Hold(std::string why, std::string type_url, absl::Time now) {
   stage_ = Stage::kHeld;
   since_ = now;
   reason_ = std::move(why);
+  held_type_ = std::move(type_url);
 }
 
 absl::string_view RolloutActionName(RolloutDecision::Action action) {

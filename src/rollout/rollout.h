@@ -56,6 +56,9 @@ struct RolloutDecision {
   std::string candidate;  // the snapshot's version
   Action action = Action::kPromote;
   std::string reason;
+  // A hold's: the type URL the canaries rejected; empty when the hold is
+  // about the whole candidate (a timeout, the operator).
+  std::string rejected_type;
   std::string replica;  // which one decided ("" in the state machine's own verdicts)
   std::string at;       // when (RFC 3339), for people
 };
@@ -106,13 +109,16 @@ class Rollout {
   // Why the rollout is held (the NACK's error detail, the timeout, the
   // operator), or how the last candidate was promoted.
   const std::string& reason() const { return reason_; }
+  // While held: the type URL the canaries rejected, or empty when the hold
+  // is about the whole candidate.
+  const std::string& held_type() const { return held_type_; }
   absl::Time since() const { return since_; }
 
  private:
   // "changed Cluster: ns/a, ns/b": what the candidate changed in a type.
   std::string DescribeChanges(absl::string_view type_url) const;
   void PromoteCandidate(std::string how, absl::Time now);
-  void Hold(std::string why, absl::Time now);
+  void Hold(std::string why, std::string type_url, absl::Time now);
 
   const RolloutPolicy policy_;
   Stage stage_ = Stage::kIdle;
@@ -120,6 +126,7 @@ class Rollout {
   SnapshotPtr candidate_;                    // baking or held; null when idle
   absl::Time since_ = absl::InfinitePast();  // when the stage began
   std::string reason_;
+  std::string held_type_;
 };
 
 absl::string_view RolloutStageName(Rollout::Stage stage);  // "idle", "baking", "held"

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
 #include "src/rollout/canary_report.h"
+#include "src/rollout/held_objects.h"
 #include "src/snapshot/snapshot_file.h"
 #include "src/xds/stream.h"
 
@@ -157,6 +158,7 @@ void RolloutController::ApplyLocked() {
     published_canary_ = rollout_.canary_view();
     serving_->Set(kCanaryGroup, published_canary_);
   }
+  ReportHeldObjects();
   const Rollout::Stage stage = rollout_.stage();
   baking_->Set(stage == Rollout::Stage::kBaking);
   held_->Set(stage == Rollout::Stage::kHeld);
@@ -187,6 +189,21 @@ void RolloutController::ApplyLocked() {
       }
       break;
   }
+}
+
+void RolloutController::ReportHeldObjects() {
+  const bool held = rollout_.stage() == Rollout::Stage::kHeld;
+  const std::string candidate = held ? Version(rollout_.candidate()) : "";
+  if (candidate == reported_held_) return;
+  reported_held_ = candidate;
+  StatusMap statuses;
+  if (held) {
+    statuses = HeldObjectStatuses(*rollout_.stable(), *rollout_.candidate(), rollout_.held_type(),
+                                  rollout_.reason());
+  }
+  held_objects_.clear();
+  for (const auto& [key, status] : statuses) held_objects_.push_back(key.ToString());
+  if (held_listener_) held_listener_(std::move(statuses));
 }
 
 nlohmann::json RolloutController::Promote() { return Decide(RolloutDecision::Action::kPromote); }
@@ -234,6 +251,7 @@ nlohmann::json RolloutController::ToJsonLocked() const {
           {"candidate", Version(rollout_.candidate())},
           {"since", FormatTimestamp(rollout_.since())},
           {"reason", rollout_.reason()},
+          {"held_objects", held_objects_},
           {"canaries",
            {{"connected", last_report_.canaries},
             {"acked", last_report_.acked},

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -14,6 +16,7 @@
 #include "src/rollout/rollout.h"
 #include "src/rollout/rollout_ledger.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/translate/status.h"
 #include "src/xds/proxy_state.h"
 
 namespace holdfast {
@@ -54,6 +57,15 @@ class RolloutController {
                     const ProxyRegistry* proxies, const Clock& clock, MetricsRegistry* metrics);
   ~RolloutController();
 
+  // Called with the statuses a hold puts on gateway objects
+  // (HeldObjectStatuses) when the rollout is held, and with none when the
+  // hold ends. Called with the controller's lock held: it must not call the
+  // controller or wait for the config source's work
+  // (ConfigSource::SetStatusOverlay does neither). Set before Start().
+  void OnHeldStatuses(std::function<void(StatusMap)> listener) {
+    held_listener_ = std::move(listener);
+  }
+
   void Start();
   void Stop();
   // One check now (the poller's step; tests call it with simulated time).
@@ -91,6 +103,8 @@ class RolloutController {
   nlohmann::json ToJsonLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes what the rollout says, and records a change of stage.
   void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the held-statuses listener when the held candidate changes.
+  void ReportHeldObjects() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StablePath() const;
 
   const Options options_;
@@ -115,6 +129,9 @@ class RolloutController {
   std::optional<Unrecorded> unrecorded_ ABSL_GUARDED_BY(mu_);
   absl::Time next_ledger_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::string ledger_error_ ABSL_GUARDED_BY(mu_);
+  std::string reported_held_ ABSL_GUARDED_BY(mu_);              // the held candidate's version
+  std::vector<std::string> held_objects_ ABSL_GUARDED_BY(mu_);  // "Kind ns/name"
+  std::function<void(StatusMap)> held_listener_;
 
   std::unique_ptr<InMemorySharedDocument> own_document_;  // when no store is shared
   RolloutLedger ledger_;

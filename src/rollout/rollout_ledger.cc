@@ -14,11 +14,9 @@ namespace {
 constexpr int kAttempts = 8;
 
 nlohmann::json ToJson(const RolloutDecision& decision) {
-  return {{"candidate", decision.candidate},
-          {"action", RolloutActionName(decision.action)},
-          {"reason", decision.reason},
-          {"replica", decision.replica},
-          {"at", decision.at}};
+  return {{"candidate", decision.candidate}, {"action", RolloutActionName(decision.action)},
+          {"reason", decision.reason},       {"rejected_type", decision.rejected_type},
+          {"replica", decision.replica},     {"at", decision.at}};
 }
 
 absl::StatusOr<RolloutDecision> FromJson(const nlohmann::json& entry, size_t index) {
@@ -33,6 +31,11 @@ absl::StatusOr<RolloutDecision> FromJson(const nlohmann::json& entry, size_t ind
       return absl::DataLossError(absl::StrCat(where, ".", field, ": missing or not a string"));
     }
     *out = it->get<std::string>();
+  }
+  // Absent in what replicas before it wrote.
+  if (auto type = entry.find("rejected_type"); type != entry.end()) {
+    if (!type->is_string()) return absl::DataLossError(where + ".rejected_type: not a string");
+    decision.rejected_type = type->get<std::string>();
   }
   const std::string action =
       entry.value("action", nlohmann::json()).is_string() ? entry["action"].get<std::string>() : "";

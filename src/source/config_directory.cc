@@ -36,7 +36,7 @@ DirectoryListing ConfigDirectorySource::KeepUnreadable(const DirectoryListing& s
 
 absl::Status ConfigDirectorySource::Apply(const DirectoryListing& scanned) {
   const DirectoryListing scan = KeepUnreadable(scanned);
-  if (applied_once_ && scan == applied_) return absl::OkStatus();
+  if (applied_once_ && scan == applied_ && !pipeline_.overlay_pending()) return absl::OkStatus();
   std::map<std::string, DecodedFile> files;
   for (const auto& [path, fingerprint] : scan.files) {
     auto previous = applied_.files.find(path);
@@ -73,6 +73,11 @@ void ConfigDirectorySource::Start() {
 }
 
 void ConfigDirectorySource::Stop() { follower_.Stop(); }
+
+void ConfigDirectorySource::SetStatusOverlay(StatusMap overlay) {
+  pipeline_.SetOverlay(std::move(overlay));
+  follower_.Wake();  // its next listing applies again
+}
 
 SourceHealth ConfigDirectorySource::health() const {
   SourceHealth health;

@@ -52,6 +52,7 @@ class ConfigDirectorySource : public ConfigSource {
   void OnStatuses(std::function<void(const StatusMap&)> listener) override {
     pipeline_.OnStatuses(std::move(listener));
   }
+  void SetStatusOverlay(StatusMap overlay) override;
 
  private:
   absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
@@ -63,8 +64,8 @@ class ConfigDirectorySource : public ConfigSource {
   const Options options_;
 
   absl::Mutex reload_mu_;
-  // Applied under reload_mu_; its statuses() and OnStatuses() (before
-  // Start) are safe without it.
+  // Applied under reload_mu_; its statuses(), SetOverlay() and
+  // OnStatuses() (before Start) are safe without it.
   ConfigPipeline pipeline_;
   DirectoryListing applied_ ABSL_GUARDED_BY(reload_mu_);
   std::map<std::string, DecodedFile> files_ ABSL_GUARDED_BY(reload_mu_);

@@ -165,6 +165,12 @@ void EtcdConfigSource::WatchLoop() {
   }
 }
 
+void EtcdConfigSource::SetStatusOverlay(StatusMap overlay) {
+  pipeline_.SetOverlay(std::move(overlay));
+  absl::MutexLock lock(&mu_);
+  dirty_ = true;  // translate again: the apply loop reports statuses
+}
+
 void EtcdConfigSource::ApplyLoop() {
   while (!stop_.HasBeenNotified()) {
     std::map<std::string, Doc> docs;

@@ -58,6 +58,7 @@ class EtcdConfigSource : public ConfigSource {
   void OnStatuses(std::function<void(const StatusMap&)> listener) override {
     pipeline_.OnStatuses(std::move(listener));
   }
+  void SetStatusOverlay(StatusMap overlay) override;
 
   // Adds the object stored at `store_key` (decoded from its value) to
   // `input`, or says why it cannot be used: in `input->invalid` when the key
@@ -81,7 +82,8 @@ class EtcdConfigSource : public ConfigSource {
   const std::string config_prefix_;
   KeyValueStore* store_;
   const Clock& clock_;
-  ConfigPipeline pipeline_;  // used by the apply thread only (statuses() is thread-safe)
+  // Used by the apply thread only (statuses() and SetOverlay() are thread-safe).
+  ConfigPipeline pipeline_;
   Counter* relists_;
   Counter* store_errors_;
   MetricsRegistry* metrics_;

@@ -162,6 +162,12 @@ void KubeConfigSource::AddObject(const KubeObject& object, const DecodedFile& de
   if (invalid.empty()) input->invalid.erase(key);
 }
 
+void KubeConfigSource::SetStatusOverlay(StatusMap overlay) {
+  pipeline_.SetOverlay(std::move(overlay));
+  absl::MutexLock lock(&mu_);
+  dirty_ = true;  // translate again: the apply loop reports statuses
+}
+
 void KubeConfigSource::ApplyIfChanged() {
   {
     absl::MutexLock lock(&mu_);

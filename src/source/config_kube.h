@@ -80,6 +80,7 @@ class KubeConfigSource : public ConfigSource {
   void OnStatuses(std::function<void(const StatusMap&)> listener) override {
     pipeline_.OnStatuses(std::move(listener));
   }
+  void SetStatusOverlay(StatusMap overlay) override;
   // The Gateway API statuses of the last translation, one per object that
   // holdfast owns; write each with gateway_api::GatewayApiStatusJson to the
   // /status of GatewayApiResourceOf(key.kind). Thread-safe.
@@ -120,7 +121,7 @@ class KubeConfigSource : public ConfigSource {
 
   const Options options_;
   const Clock& clock_;
-  ConfigPipeline pipeline_;  // the apply thread only
+  ConfigPipeline pipeline_;  // the apply thread only (but statuses(), SetOverlay())
   MetricsRegistry* metrics_;
   int collector_ = 0;
   std::vector<std::unique_ptr<Reflector>> reflectors_;  // every one, of every resource

@@ -4,6 +4,20 @@
 #include "src/source/config_files.h"
 
 namespace holdfast {
+namespace {
+
+void LayOver(const StatusMap& overlay, StatusMap& statuses) {
+  for (const auto& [key, over] : overlay) {
+    auto it = statuses.find(key);
+    if (it == statuses.end()) continue;  // gone since
+    ObjectStatus& status = it->second;
+    for (const FieldError& reason : over.reasons) status.reasons.push_back(reason);
+    status.state = std::max(status.state, over.state);
+    status.serving_last_good = status.serving_last_good || over.serving_last_good;
+  }
+}
+
+}  // namespace
 
 ConfigPipeline::ConfigPipeline(std::string name, TranslatorOptions options, const Clock& clock,
                                MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish)
@@ -26,6 +40,11 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
   reloads_->Increment();
   TranslationOutput output = translator_.Translate(input);
   StatusMap statuses = MergeStatuses(std::move(output.statuses), extra_statuses);
+  {
+    absl::MutexLock lock(&mu_);
+    LayOver(overlay_, statuses);
+    overlay_pending_ = false;
+  }
 
   absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(output.resources), clock_.Now());
   if (!snapshot.ok()) {
@@ -73,6 +92,17 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
   }
   if (listener_) listener_(statuses);
   return absl::OkStatus();
+}
+
+void ConfigPipeline::SetOverlay(StatusMap overlay) {
+  absl::MutexLock lock(&mu_);
+  overlay_ = std::move(overlay);
+  overlay_pending_ = true;
+}
+
+bool ConfigPipeline::overlay_pending() const {
+  absl::MutexLock lock(&mu_);
+  return overlay_pending_;
 }
 
 StatusMap ConfigPipeline::statuses() const {

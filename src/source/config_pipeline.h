@@ -28,6 +28,14 @@ class ConfigPipeline {
   // translation, such as unreadable files) are merged into the statuses.
   absl::Status Apply(const TranslationInput& input, const StatusMap& extra_statuses);
 
+  // Statuses laid over the translation's from the next Apply on (a held
+  // rollout's, src/rollout): each one's reasons are added to the object's
+  // status, which takes the overlay's state and serving_last_good. Only
+  // objects the translation has a status for are touched. Thread-safe; the
+  // source applies again soon when overlay_pending().
+  void SetOverlay(StatusMap overlay);
+  bool overlay_pending() const;
+
   // Thread-safe.
   StatusMap statuses() const;
   void OnStatuses(std::function<void(const StatusMap&)> listener) {
@@ -49,6 +57,8 @@ class ConfigPipeline {
 
   mutable absl::Mutex mu_;
   StatusMap statuses_ ABSL_GUARDED_BY(mu_);
+  StatusMap overlay_ ABSL_GUARDED_BY(mu_);
+  bool overlay_pending_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace holdfast

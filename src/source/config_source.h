@@ -18,7 +18,7 @@ struct SourceHealth {
   // When the store last answered (a listing, events or a progress
   // notification): how stale the config may be.
   absl::Time last_contact;
-  bool synced_once = false;       // a complete listing has been applied
+  bool synced_once = false;  // a complete listing has been applied
   // Why the store refuses this replica's credentials or permissions, while
   // it does (it may still be connected: an open watch goes on delivering).
   std::string access_error;
@@ -40,6 +40,12 @@ class ConfigSource {
   // Called after every translation with the new statuses (on a source
   // thread; keep it short). Set before Start().
   virtual void OnStatuses(std::function<void(const StatusMap&)> listener) = 0;
+  // Statuses laid over the translation's from now on (a held rollout's,
+  // src/rollout; empty: none), reported from the source's next
+  // translation, which follows soon (ConfigPipeline::SetOverlay).
+  // Thread-safe and quick: never waits for the source's work, so it may be
+  // called from anything the source's publishing calls into.
+  virtual void SetStatusOverlay(StatusMap overlay) = 0;
 };
 
 }  // namespace holdfast

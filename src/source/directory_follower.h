@@ -41,6 +41,8 @@ class DirectoryFollower {
   void Start(Options options, std::function<void(const Listing&)> on_listing);
   // Waits for a running `on_listing` to return. Idempotent.
   void Stop();
+  // Lists the directory now rather than at the next poll.
+  void Wake() { poller_.Wake(); }
 
  private:
   Poller poller_;

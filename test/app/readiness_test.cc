@@ -13,6 +13,7 @@ class StubSource : public ConfigSource {
   StatusMap statuses() const override { return {}; }
   SourceHealth health() const override { return health_; }
   void OnStatuses(std::function<void(const StatusMap&)>) override {}
+  void SetStatusOverlay(StatusMap) override {}
   SourceHealth health_;
 };
 

@@ -4,8 +4,10 @@ grpc-go, grpc-js-xds).
 
 - a change gRPC rejects (loadBalancing: Random) reaches the canary only: it
   NACKs, the rollout is held with the canary's own error in
-  /debug/rollout, the metrics and the log, and no other client is ever sent
-  the change; every client keeps routing on the previous configuration;
+  /debug/rollout, the metrics, the log and the status of the Upstream whose
+  cluster it rejected (and of no other object), and no other client is ever
+  sent the change; every client keeps routing on the previous
+  configuration;
 - a fixed change then bakes on the canary and is promoted: every client
   routes on it, the others at least the bake time after the canary ACKed it;
 - the operator aborts and promotes by hand (holdfast rollout);
@@ -14,7 +16,7 @@ grpc-go, grpc-js-xds).
 
 import json
 
-from hf_gateway import route, upstream, virtual_service
+from hf_gateway import object_status, route, upstream, virtual_service, wait_state, wait_status
 from hf_wait import wait_for
 from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT
 
@@ -71,6 +73,15 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
     assert holdfast.admin.metric("holdfast_rollout_held") == 1
     assert holdfast.admin.metric("holdfast_rollout_holds_total") == 1
     assert "rollout: held" in holdfast.proc.log_tail()
+    # The hold is reported on the object behind the rejected cluster.
+    assert held["held_objects"] == ["Upstream test/alpha"], held
+    alpha = wait_status(holdfast.admin, "Upstream", "alpha", lambda s: s["status"] == "Rejected",
+                        what="Rejected by the hold", timeout=CONVERGE_TIMEOUT)
+    message = " ".join(r["message"] for r in alpha["reasons"])
+    assert "held by the staged rollout" in message and "1 of 1 canaries rejected" in message \
+        and canary.node_id in message and "LB policy is not supported" in message, alpha
+    assert alpha["serving_last_good"] is True, alpha
+    assert object_status(holdfast.admin, "VirtualService", "echo")["status"] == "Accepted"
     for client in others:
         cds = holdfast.admin.proxy(client.node_id)["types"][CDS]
         assert cds["last_sent_version"] == before[client.node_id] and cds["nack"] is None, \
@@ -86,6 +97,8 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
                         timeout=CONVERGE_TIMEOUT, what="the fixed change promoted")
     print("promoted:", promoted)
     assert holdfast.admin.metric("holdfast_rollout_promotions_total") >= 1
+    assert promoted["held_objects"] == [], promoted
+    wait_state(holdfast.admin, "Upstream", "alpha", "Accepted", timeout=CONVERGE_TIMEOUT)
     for client in [canary, *others]:
         client.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
     canary_eds = holdfast.admin.proxy(canary.node_id)["types"][EDS]
@@ -128,7 +141,10 @@ def test_the_operator_aborts_and_promotes_by_hand(gateway_world):
     assert aborted.returncode == 0 and "aborted by the operator" in aborted.stdout, \
         (aborted.stdout, aborted.stderr)
     canary.wait_serving("alpha", since=canary.mark(), timeout=CONVERGE_TIMEOUT)
-    assert holdfast_cli("rollout", "status", "--admin", admin).returncode == 1, "held: exit 1"
+    held = holdfast_cli("rollout", "status", "--admin", admin)
+    assert held.returncode == 1, "held: exit 1"
+    # An abort holds the whole candidate: every object it changed.
+    assert "held on    Upstream test/alpha" in held.stdout, held.stdout
 
     promoted = holdfast_cli("rollout", "promote", "--admin", admin, "-o", "json")
     assert promoted.returncode == 0, (promoted.stdout, promoted.stderr)

@@ -74,6 +74,14 @@ def test_a_hold_seen_by_one_replica_holds_every_replica(store, backends, procs, 
         [(held_a["candidate"], "hold", "a")], recorded
     assert b.metric("holdfast_rollout_held") == 1
     assert "rollout: held" in b.proc.log_tail()
+    # Both replicas report the hold on the Upstream, and the leader writes
+    # that status to the store.
+    for r in (a, b):
+        assert rollout(r)["held_objects"] == ["Upstream test/alpha"], rollout(r)
+    stored = wait_for(lambda: s.statuses().get(("Upstream", "test", "alpha")),
+                      lambda st: st is not None and st.get("state") == "Rejected",
+                      timeout=CONVERGE_TIMEOUT, what="the hold in the stored status")
+    assert "held by the staged rollout" in json.dumps(stored), stored
 
     # b has no canary: alone it would have promoted after the bake. Well past
     # it, b's clients were never sent the change and keep routing.
@@ -99,3 +107,6 @@ def test_a_hold_seen_by_one_replica_holds_every_replica(store, backends, procs, 
     serving(a, canary, "beta", since=canary.mark())
     for c in on_b:
         serving(b, c, "beta", since=c.mark())
+    wait_for(lambda: s.statuses().get(("Upstream", "test", "alpha")),
+             lambda st: st is not None and st.get("state") == "Accepted",
+             timeout=CONVERGE_TIMEOUT, what="the stored status back to Accepted")

@@ -18,8 +18,9 @@ using testing::Build;
 using testing::EdsCluster;
 using testing::Endpoints;
 
+// The translation of an Upstream ns/a, as far as the cluster goes.
 SnapshotPtr Version(int connect_timeout_s) {
-  return Build({EdsCluster("a", connect_timeout_s), Endpoints("a", 80)});
+  return Build({EdsCluster("ns/a", connect_timeout_s), Endpoints("ns/a", 80)});
 }
 
 RolloutDecision Decision(std::string candidate, Action action, std::string replica) {
@@ -53,6 +54,27 @@ TEST(RolloutLedgerTest, TheFirstDecisionAboutACandidateStandsUnlessOverruled) {
   found = a.Find("v3");
   ASSERT_TRUE(found.ok());
   EXPECT_FALSE(found->has_value());
+}
+
+TEST(RolloutLedgerTest, AHoldKeepsTheRejectedTypeAndOlderEntriesWithoutOneAreRead) {
+  InMemorySharedDocument doc;
+  // As a replica before rejected_type wrote it.
+  ASSERT_TRUE(doc.Replace(R"({"decisions": [{"candidate": "v1", "action": "hold",
+      "reason": "r", "replica": "a", "at": "t"}]})",
+                          "")
+                  .ok());
+  RolloutLedger ledger(&doc);
+  absl::StatusOr<std::optional<RolloutDecision>> found = ledger.Find("v1");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->rejected_type, "");
+
+  RolloutDecision hold = Decision("v2", Action::kHold, "a");
+  hold.rejected_type = std::string(type_url::kCluster);
+  ASSERT_TRUE(ledger.Record(hold, false).ok());
+  found = ledger.Find("v2");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->rejected_type, type_url::kCluster);
 }
 
 TEST(RolloutLedgerTest, KeepsTheLatestDecisionsOnly) {
@@ -150,6 +172,7 @@ struct Replica {
                     .replica_id = std::move(id),
                     .ledger_interval = absl::Seconds(1)},
                    &staged, &serving, &proxies, clock, &metrics) {
+    controller.OnHeldStatuses([this](StatusMap statuses) { held = std::move(statuses); });
     controller.Start();
   }
   ~Replica() { controller.Stop(); }
@@ -159,11 +182,21 @@ struct Replica {
     return serving.Current(serving.default_group()).snapshot->version();
   }
   std::string Canaries() const { return serving.Current(kCanaryGroup).snapshot->version(); }
+  // What the hold says of each gateway object, as the source would show it.
+  std::map<std::string, std::string> HeldObjects() const {
+    std::map<std::string, std::string> objects;
+    for (const auto& [key, status] : held) {
+      objects[key.ToString()] =
+          absl::StrCat(StatusStateName(status.state), ": ", status.reasons.at(0).message);
+    }
+    return objects;
+  }
 
   MetricsRegistry metrics;
   ProxyRegistry proxies;
   SnapshotCache staged, serving;
   RolloutController controller;
+  StatusMap held;  // the latest OnHeldStatuses
 };
 
 class SharedRolloutTest : public ::testing::Test {
@@ -193,8 +226,19 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   EXPECT_EQ(b.Stage(), "held") << "b's canary ACKed, yet a's NACK holds b";
   EXPECT_TRUE(
       absl::StrContains(std::string(b.controller.ToJson()["reason"]),
-                        "connect_timeout too long); changed Cluster: a (decided by replica a)"))
+                        "connect_timeout too long); changed Cluster: ns/a (decided by replica a)"))
       << b.controller.ToJson().dump();
+  // Each replica reports the hold on the object behind the rejected
+  // cluster, from its own snapshots and the type the ledger recorded.
+  for (Replica* r : {&a, &b}) {
+    EXPECT_EQ(r->controller.ToJson()["held_objects"], nlohmann::json::array({"Upstream ns/a"}));
+    ASSERT_EQ(r->HeldObjects().size(), 1u);
+    const std::string status = r->HeldObjects().at("Upstream ns/a");
+    EXPECT_TRUE(absl::StartsWith(status, "Rejected: held by the staged rollout")) << status;
+    EXPECT_TRUE(absl::StrContains(status, "1 of 1 canaries rejected")) << status;
+    EXPECT_TRUE(absl::StrContains(status, "connect_timeout too long")) << status;
+    EXPECT_TRUE(r->held.begin()->second.serving_last_good);
+  }
   clock_.Advance(absl::Seconds(61));
   b.controller.Check();
   EXPECT_EQ(b.Stage(), "held") << "the bake passing does not promote a held candidate";
@@ -208,6 +252,7 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   EXPECT_EQ(c.Stage(), "baking");
   c.controller.Check();
   EXPECT_EQ(c.Stage(), "held");
+  EXPECT_EQ(c.HeldObjects().size(), 1u);
 
   // The fix (a later snapshot) rolls out normally everywhere.
   const SnapshotPtr v3 = Version(3);
@@ -219,6 +264,8 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
     r->controller.Check();
     EXPECT_EQ(r->Stage(), "idle");
     EXPECT_EQ(r->Everyone(), v3->version());
+    EXPECT_TRUE(r->held.empty()) << "the hold's statuses end with it";
+    EXPECT_EQ(r->controller.ToJson()["held_objects"], nlohmann::json::array());
   }
 }
 

@@ -226,6 +226,10 @@ class ConfigSourceConformance
       latest_ = std::move(snapshot);
       ++published_;
     });
+    source_->OnStatuses([this](const StatusMap& statuses) {
+      absl::MutexLock lock(&mu_);
+      listened_ = statuses;
+    });
     source_->Start();
   }
 
@@ -264,6 +268,7 @@ class ConfigSourceConformance
   absl::Mutex mu_;
   SnapshotPtr latest_ ABSL_GUARDED_BY(mu_);
   int published_ ABSL_GUARDED_BY(mu_) = 0;
+  StatusMap listened_ ABSL_GUARDED_BY(mu_);  // what the status listener got last
 };
 
 TEST_P(ConfigSourceConformance, PublishesWhatIsStoredAtStart) {
@@ -366,6 +371,52 @@ TEST_P(ConfigSourceConformance, RemovedObjectIsWithdrawn) {
   fixture_->Remove(kUpstream);
   EXPECT_TRUE(Eventually([](const Snapshot* snapshot, const StatusMap& statuses) {
     return snapshot != nullptr && ClusterLoad(snapshot).empty() && !statuses.contains(kUpstream);
+  }));
+}
+
+TEST_P(ConfigSourceConformance, AStatusOverlayIsReportedAndListenedToUntilLifted) {
+  fixture_->Put(kUpstream, UpstreamYaml(8081));
+  fixture_->Put(kService, kServiceYaml);
+  StartSource();
+  ASSERT_TRUE(Eventually([](const Snapshot* snapshot, const StatusMap& statuses) {
+    return StateOf(statuses, kUpstream) == StatusState::kAccepted &&
+           StateOf(statuses, kService) == StatusState::kAccepted;
+  }));
+  const ObjectKey gone{"Upstream", "shop", "gone"};
+  StatusMap overlay;
+  for (const ObjectKey& key : {kUpstream, gone}) {
+    overlay[key].key = key;
+    overlay[key].Reject("", "held by the staged rollout: a test");
+    overlay[key].serving_last_good = true;
+  }
+  int published;
+  {
+    absl::MutexLock lock(&mu_);
+    published = published_;
+  }
+  source_->SetStatusOverlay(overlay);
+  auto held = [](const StatusMap& statuses) {
+    auto it = statuses.find(kUpstream);
+    return it != statuses.end() && it->second.state == StatusState::kRejected &&
+           it->second.serving_last_good && it->second.reasons.size() == 1 &&
+           it->second.reasons[0].message == "held by the staged rollout: a test";
+  };
+  EXPECT_TRUE(Eventually([&](const Snapshot*, const StatusMap& statuses) {
+    absl::MutexLock lock(&mu_);
+    return held(statuses) && held(listened_);
+  }));
+  StatusMap statuses = source_->statuses();
+  EXPECT_EQ(StateOf(statuses, kService), StatusState::kAccepted) << "others untouched";
+  EXPECT_FALSE(statuses.contains(gone)) << "an overlay adds no object";
+  {
+    absl::MutexLock lock(&mu_);
+    EXPECT_EQ(published_, published) << "statuses only: nothing new to publish";
+  }
+  source_->SetStatusOverlay({});
+  EXPECT_TRUE(Eventually([&](const Snapshot*, const StatusMap& statuses) {
+    absl::MutexLock lock(&mu_);
+    return StateOf(statuses, kUpstream) == StatusState::kAccepted &&
+           StateOf(listened_, kUpstream) == StatusState::kAccepted;
   }));
 }
 
