@@ -351,6 +351,10 @@ def rollout_of(replica) -> dict:
     return replica.admin.get_json("/debug/rollout")
 
 
+def upstream_status(kube, name: str) -> dict:
+    return kube.admin.get("holdfast.dev/v1", "Upstream", name, "test").get("status") or {}
+
+
 def test_replicas_share_rollout_decisions_through_a_config_map(kube, procs, tmp_path):
     install(kube)
     kube.admin.apply([upstream("up-a", 18081), virtual_service("vs", [route(upstream="up-a")])])
@@ -383,6 +387,14 @@ def test_replicas_share_rollout_decisions_through_a_config_map(kube, procs, tmp_
     recorded = json.loads(cm["data"]["decisions"])["decisions"]
     assert [(d["candidate"], d["action"], d["replica"]) for d in recorded] == \
         [(candidate, "hold", "a")], recorded
+    # The hold is reported on the object the candidate changed, in the
+    # status the leader writes to the API server.
+    assert held["held_objects"] == ["Upstream test/up-a"], held
+    status = wait_for(lambda: upstream_status(kube, "up-a"), lambda st: st.get("state") == "Rejected",
+                      timeout=TIMEOUT, what="the hold on the Upstream's status")
+    assert "held by the staged rollout" in status["reasons"][0]["message"] and \
+        "aborted by the operator" in status["reasons"][0]["message"], status
+    assert status["servingLastGood"] is True, status
 
     promoted = subprocess.run([Binaries.from_env().holdfast, "rollout", "promote", "--admin",
                                f"127.0.0.1:{b.admin.port}", "-o", "json"],
@@ -394,4 +406,6 @@ def test_replicas_share_rollout_decisions_through_a_config_map(kube, procs, tmp_
                     and v["stable"] == candidate, timeout=TIMEOUT,
                     what="a promoted by b's decision")
     assert done["reason"] == "promoted by the operator (decided by replica b)", done
+    wait_for(lambda: upstream_status(kube, "up-a"), lambda st: st.get("state") == "Accepted",
+             timeout=TIMEOUT, what="the Upstream's status Accepted once promoted")
     stop_all([a, b])
