@@ -89,11 +89,20 @@ absl::Status Server::StartParts() {
   if (!grace.ok()) return grace.status();
   absl::StatusOr<RolloutPolicy> rollout = ParseRolloutFlags(options_.rollout);
   if (!rollout.ok()) return rollout.status();
+  if (absl::Status source = StartSource(*grace, *rollout); !source.ok()) return source;
+  if (absl::Status xds = StartXds(*rollout); !xds.ok()) return xds;
+  if (absl::Status admin = StartAdmin(); !admin.ok()) return admin;
+  if (absl::Status webhook = StartWebhook(); !webhook.ok()) return webhook;
+  StartHousekeeping();
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicy& rollout) {
   // With a staged rollout the source's snapshots are staged, and the
   // controller decides what proxies see.
   last_good_ = std::make_unique<LastKnownGood>(
-      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = *grace},
-      rollout->enabled() ? &staged_ : &cache_, clock_, &metrics_);
+      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = grace},
+      rollout.enabled() ? &staged_ : &cache_, clock_, &metrics_);
   last_good_->Start();
 
   absl::StatusOr<std::unique_ptr<ServingSource>> source = StartServingSource(
@@ -101,36 +110,23 @@ absl::Status Server::StartParts() {
       [this](SnapshotPtr snapshot) { last_good_->PublishLive(std::move(snapshot)); });
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
-  if (rollout->enabled()) {
-    // Started after the source, whose store the replicas share decisions
-    // through; it takes what was staged meanwhile as its first offer.
-    rollout_ = std::make_unique<RolloutController>(
-        RolloutController::Options{.policy = *rollout,
-                                   .state_dir = options_.state_dir,
-                                   .shared = source_->rollout_document(),
-                                   .replica_id = source_->replica_id()},
-        &staged_, &cache_, &proxies_, clock_, &metrics_);
-    // A hold is reported on the objects behind what the canaries rejected.
-    rollout_->OnHeldStatuses(
-        [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
-    rollout_->Start();
-  }
+  if (!rollout.enabled()) return absl::OkStatus();
+  // Started after the source, whose store the replicas share decisions
+  // through; it takes what was staged meanwhile as its first offer.
+  rollout_ = std::make_unique<RolloutController>(
+      RolloutController::Options{.policy = rollout,
+                                 .state_dir = options_.state_dir,
+                                 .shared = source_->rollout_document(),
+                                 .replica_id = source_->replica_id()},
+      &staged_, &cache_, &proxies_, clock_, &metrics_);
+  // A hold is reported on the objects behind what the canaries rejected.
+  rollout_->OnHeldStatuses(
+      [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
+  rollout_->Start();
+  return absl::OkStatus();
+}
 
-  StreamContext context{.cache = &cache_,
-                        .proxies = &proxies_,
-                        .stats = &stats_,
-                        .bodies = &bodies_,
-                        .views = &views_,
-                        .grouper = &*grouper_,
-                        .clock = &clock_,
-                        .control_plane_id = options_.control_plane_id,
-                        .limits = StreamLimits{},
-                        .identity = &*identity_};
-  if (rollout->enabled()) {
-    context.is_canary = [policy = *rollout](const envoy::config::core::v3::Node& node) {
-      return IsCanary(policy, node);
-    };
-  }
+absl::StatusOr<XdsServerOptions> Server::XdsOptions() {
   XdsServerOptions xds_options;
   xds_options.listen_address = options_.xds_listen;
   xds_options.tls = options_.tls;
@@ -150,7 +146,28 @@ absl::Status Server::StartParts() {
     if (!parsed.ok()) return parsed.status();
     *out = *parsed;
   }
-  absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(xds_options, context);
+  return xds_options;
+}
+
+absl::Status Server::StartXds(const RolloutPolicy& rollout) {
+  absl::StatusOr<XdsServerOptions> xds_options = XdsOptions();
+  if (!xds_options.ok()) return xds_options.status();
+  StreamContext context{.cache = &cache_,
+                        .proxies = &proxies_,
+                        .stats = &stats_,
+                        .bodies = &bodies_,
+                        .views = &views_,
+                        .grouper = &*grouper_,
+                        .clock = &clock_,
+                        .control_plane_id = options_.control_plane_id,
+                        .limits = StreamLimits{},
+                        .identity = &*identity_};
+  if (rollout.enabled()) {
+    context.is_canary = [policy = rollout](const envoy::config::core::v3::Node& node) {
+      return IsCanary(policy, node);
+    };
+  }
+  absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(*xds_options, context);
   if (!xds.ok()) return xds.status();
   xds_ = *std::move(xds);
   LogInfo("xds server listening on port %d (%s)%s%s", xds_->port(), options_.xds_listen,
@@ -160,7 +177,10 @@ absl::Status Server::StartParts() {
           identity_->enabled()
               ? absl::StrCat(", node ids bound to certificates (", identity_->spec(), ")")
               : "");
+  return absl::OkStatus();
+}
 
+absl::Status Server::StartAdmin() {
   collector_ = metrics_.AddCollector([this](MetricWriter& out) {
     CollectSnapshotMetrics(cache_, clock_, out);
     CollectProxyMetrics(proxies_, out);
@@ -170,12 +190,13 @@ absl::Status Server::StartParts() {
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);
   LogInfo("admin server listening on port %d (%s)", admin_->port(), options_.admin_listen);
+  return absl::OkStatus();
+}
 
-  if (absl::Status webhook = StartWebhook(); !webhook.ok()) return webhook;
+void Server::StartHousekeeping() {
   event_watch_ =
       std::make_unique<ReplicaEventWatch>(&events_, clock_, [this] { return Observe(); });
   event_watch_->Start();
-
   // After a publication or a stream coming or going, once quiet for 1 s
   // (every 30 s under constant change).
   trimmer_ = std::make_unique<MemoryTrimmer>(
@@ -184,7 +205,6 @@ absl::Status Server::StartParts() {
       },
       absl::Seconds(1), absl::Seconds(30));
   trimmer_->Start();
-  return absl::OkStatus();
 }
 
 absl::Status Server::StartWebhook() {

@@ -41,9 +41,17 @@ class Server {
 
  private:
   explicit Server(const ServeOptions& options);
+  // The parts in order; each step fails only on a configuration mistake.
   absl::Status StartParts();
   absl::Status ParseGrouping();
+  // The last-known-good copy, the config source and, with a staged
+  // rollout, its controller.
+  absl::Status StartSource(absl::Duration grace, const RolloutPolicy& rollout);
+  absl::StatusOr<XdsServerOptions> XdsOptions();  // from the --xds-* flags
+  absl::Status StartXds(const RolloutPolicy& rollout);
+  absl::Status StartAdmin();  // and the metrics collector it serves
   absl::Status StartWebhook();
+  void StartHousekeeping();  // replica events, memory trimming
   AdminSources MakeAdminSources();
   // What /debug/replica shows: version, uptime, source, identifiers.
   nlohmann::json ReplicaJson() const;
