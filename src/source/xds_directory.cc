@@ -26,7 +26,6 @@ struct XdsDirectorySource::FileState {
 
 namespace {
 
-using Key = std::pair<std::string, std::string>;
 const std::vector<std::string> kExtensions = {".yaml", ".yml", ".json"};
 
 std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path) {
@@ -51,13 +50,6 @@ std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path)
   return state;
 }
 
-struct Candidate {
-  ResourcePtr resource;
-  std::string file;
-  int line = 0;
-  bool last_good = false;
-};
-
 }  // namespace
 
 XdsDirectorySource::XdsDirectorySource(Options options, const Clock& clock,
@@ -81,9 +73,39 @@ absl::Status XdsDirectorySource::Reload() {
   return Apply(*scan);
 }
 
+// What a reload serves and rejects, built step by step.
+struct XdsDirectorySource::Assembly {
+  struct Candidate {
+    ResourcePtr resource;
+    std::string file;
+    int line = 0;
+    bool last_good = false;
+  };
+  std::map<Key, Candidate> candidates;
+  std::vector<Rejection> rejections;
+
+  // Serves the last good version of `key` if nothing else is a candidate
+  // for it; whether it did.
+  bool KeepLastGood(const Key& key, const std::map<Key, Served>& served) {
+    if (candidates.contains(key)) return false;
+    auto it = served.find(key);
+    if (it == served.end()) return false;
+    candidates.emplace(key, Candidate{it->second.resource, it->second.file, 0, true});
+    return true;
+  }
+};
+
 absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
-  // 1. Re-parse the files whose fingerprint changed; keep what directories
-  //    that cannot be listed now held (unknown is not gone).
+  if (!ReadChangedFiles(scan) && !published_version_.empty()) return absl::OkStatus();
+  reloads_->Increment();
+  Assembly assembly = GatherCandidates(scan);
+  DropDanglingReferences(assembly);
+  return Publish(std::move(assembly));
+}
+
+bool XdsDirectorySource::ReadChangedFiles(const DirectoryListing& scan) {
+  // What directories that cannot be listed now held stays (unknown is not
+  // gone); files whose fingerprint changed are parsed again.
   std::map<std::string, std::shared_ptr<FileState>> files;
   for (const auto& [dir, why] : scan.unreadable) {
     const std::string prefix = dir + "/";
@@ -107,54 +129,54 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
     changed = true;
   }
   if (files.size() != files_.size()) changed = true;
-  if (!changed && !published_version_.empty()) return absl::OkStatus();
-  files_ = std::move(files);
-  reloads_->Increment();
+  if (changed) files_ = std::move(files);
+  return changed;
+}
 
-  // 2. Gather candidates: valid resources first, then last good versions of
-  //    what could not be read this time.
-  std::vector<Rejection> rejections;
+XdsDirectorySource::Assembly XdsDirectorySource::GatherCandidates(const DirectoryListing& scan) {
+  // Valid resources first, then last good versions of what could not be
+  // read this time.
+  Assembly assembly;
   for (const auto& [dir, why] : scan.unreadable) {
-    rejections.push_back(
+    assembly.rejections.push_back(
         {dir, 0, "", "", absl::StrCat(why, "; serving what it held before"), true});
   }
-  for (const auto& [path, why] : scan.skipped) rejections.push_back({path, 0, "", "", why});
-  std::map<Key, Candidate> candidates;
+  for (const auto& [path, why] : scan.skipped)
+    assembly.rejections.push_back({path, 0, "", "", why});
   for (const auto& [file, state] : files_) {
     for (const FileState::Good& good : state->good) {
       Key key{good.resource->type_url(), good.resource->name()};
-      auto [slot, inserted] = candidates.emplace(key, Candidate{good.resource, file, good.line});
+      auto [slot, inserted] =
+          assembly.candidates.emplace(key, Assembly::Candidate{good.resource, file, good.line});
       if (!inserted) {
-        rejections.push_back({file, good.line, key.first, key.second,
-                              absl::StrCat("duplicate: already defined at ", slot->second.file, ":",
-                                           slot->second.line)});
+        assembly.rejections.push_back({file, good.line, key.first, key.second,
+                                       absl::StrCat("duplicate: already defined at ",
+                                                    slot->second.file, ":", slot->second.line)});
       }
     }
   }
-  auto keep_last_good = [&](const Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_) {
-    if (candidates.contains(key)) return false;
-    auto served = served_.find(key);
-    if (served == served_.end()) return false;
-    candidates.emplace(key, Candidate{served->second.resource, served->second.file, 0, true});
-    return true;
-  };
   for (const auto& [file, state] : files_) {
     for (const FileProblem& problem : state->problems) {
       Rejection rejection{file, problem.line, problem.type_url, problem.name, problem.message};
       if (!problem.name.empty()) {
-        rejection.serving_last_good = keep_last_good({problem.type_url, problem.name});
+        rejection.serving_last_good =
+            assembly.KeepLastGood({problem.type_url, problem.name}, served_);
       }
-      rejections.push_back(std::move(rejection));
+      assembly.rejections.push_back(std::move(rejection));
     }
     if (state->unreadable) {
       // Nothing in the file is known: keep everything it held before.
       for (const auto& [key, served] : served_) {
-        if (served.file == file) keep_last_good(key);
+        if (served.file == file) assembly.KeepLastGood(key, served_);
       }
     }
   }
+  return assembly;
+}
 
-  // 3. Drop or roll back resources whose references dangle, until none do.
+void XdsDirectorySource::DropDanglingReferences(Assembly& assembly) {
+  // Drop or roll back resources whose references dangle, until none do.
+  auto& candidates = assembly.candidates;
   for (bool dangling = true; dangling;) {
     dangling = false;
     std::set<Key> present;
@@ -177,31 +199,42 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
       auto served = served_.find(it->first);
       if (!it->second.last_good && served != served_.end() &&
           served->second.resource != it->second.resource) {
-        it->second = Candidate{served->second.resource, served->second.file, 0, true};
+        it->second = Assembly::Candidate{served->second.resource, served->second.file, 0, true};
         rejection.serving_last_good = true;
         ++it;
       } else {
         it = candidates.erase(it);
       }
-      rejections.push_back(std::move(rejection));
+      assembly.rejections.push_back(std::move(rejection));
     }
   }
+}
 
-  // 4. Publish.
+absl::Status XdsDirectorySource::Publish(Assembly assembly) {
   std::vector<ResourcePtr> resources;
   std::map<Key, Served> served;
-  for (auto& [key, candidate] : candidates) {
+  for (auto& [key, candidate] : assembly.candidates) {
     resources.push_back(candidate.resource);
     served.emplace(key, Served{candidate.resource, candidate.file});
   }
   absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(resources), clock_.Now());
   if (!snapshot.ok()) {
-    // Steps 2 and 3 make this impossible; keep serving what we had.
+    // The steps before make this impossible; keep serving what we had.
     LogError("xds directory %s: %s", options_.directory, snapshot.status().message());
     return snapshot.status();
   }
   served_ = std::move(served);
+  Report(std::move(assembly.rejections));
+  if ((*snapshot)->version() != published_version_) {
+    published_version_ = (*snapshot)->version();
+    LogInfo("xds directory %s: publishing snapshot %s (%d resources)", options_.directory,
+            published_version_, (*snapshot)->size());
+    publish_(*snapshot);
+  }
+  return absl::OkStatus();
+}
 
+void XdsDirectorySource::Report(std::vector<Rejection> rejections) {
   std::vector<std::string> lines;
   for (const Rejection& r : rejections) {
     lines.push_back(absl::StrCat(
@@ -215,17 +248,8 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
     last_error_summary_ = summary;
   }
   rejected_gauge_->Set(static_cast<double>(rejections.size()));
-  {
-    absl::MutexLock lock(&mu_);
-    rejections_ = std::move(rejections);
-  }
-  if ((*snapshot)->version() != published_version_) {
-    published_version_ = (*snapshot)->version();
-    LogInfo("xds directory %s: publishing snapshot %s (%d resources)", options_.directory,
-            published_version_, (*snapshot)->size());
-    publish_(*snapshot);
-  }
-  return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  rejections_ = std::move(rejections);
 }
 
 void XdsDirectorySource::Start() {

@@ -67,12 +67,24 @@ class XdsDirectorySource {
   struct FileState;
 
  private:
-  absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
-
+  using Key = std::pair<std::string, std::string>;  // (type URL, name)
   struct Served {
     ResourcePtr resource;
     std::string file;
   };
+  struct Assembly;
+
+  // Reads what changed, then assembles, checks and publishes a snapshot.
+  absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Parses the files whose fingerprint changed; whether anything did.
+  bool ReadChangedFiles(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Every file's valid resources, duplicates and problems rejected, last
+  // good versions kept for what could not be read.
+  Assembly GatherCandidates(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  void DropDanglingReferences(Assembly& assembly) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  absl::Status Publish(Assembly assembly) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Logs rejections that changed and keeps them for rejections().
+  void Report(std::vector<Rejection> rejections) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const Options options_;
   const Clock& clock_;
@@ -85,7 +97,7 @@ class XdsDirectorySource {
   // The last listing's unreadable directories and skipped entries.
   DirectoryListing listing_problems_ ABSL_GUARDED_BY(reload_mu_);
   // What is served, by (type_url, name): the last good version of everything.
-  std::map<std::pair<std::string, std::string>, Served> served_ ABSL_GUARDED_BY(reload_mu_);
+  std::map<Key, Served> served_ ABSL_GUARDED_BY(reload_mu_);
   std::string published_version_ ABSL_GUARDED_BY(reload_mu_);
   std::string last_error_summary_ ABSL_GUARDED_BY(reload_mu_);
 
