@@ -8,7 +8,8 @@
 # and driver `hfbench`, peer `hfpeer`) into $HOLDFAST_CACHE/bench, and, when
 # --servers names java-control-plane, the Java peer `javapeer.jar` (Maven,
 # repository $HOLDFAST_CACHE/m2; skipped while it is newer than every file of
-# bench/javapeer); raises the open-files limit, runs every scenario against
+# bench/javapeer) and, when --servers names floor, the floor `xds_floor`
+# (ninja, build/bench/floor); raises the open-files limit, runs every scenario against
 # holdfast and then against the peers, and prints a markdown table with the
 # figures and holdfast's ratio to each peer.
 # Results, logs and work files go to $HFBENCH_OUT (default: a new directory
@@ -28,23 +29,28 @@ holdfast_bin="${HOLDFAST_BIN:-$build_dir/src/app/holdfast}"
 mkdir -p "$cache/runs"
 javapeer_jar="$cache/javapeer.jar"
 
-# The Java peer is built and passed only when it is asked for.
-want_java=0
+# The Java peer and the floor are built and passed only when asked for.
+servers_arg=
 prev=
 for a in "$@"; do
-  case "$prev|$a" in
-    --servers\|*java-control-plane* | -servers\|*java-control-plane*) want_java=1 ;;
-  esac
-  case "$a" in
-    --servers=*java-control-plane* | -servers=*java-control-plane*) want_java=1 ;;
-  esac
+  case "$prev" in --servers | -servers) servers_arg="$a" ;; esac
+  case "$a" in --servers=* | -servers=*) servers_arg="${a#*=}" ;; esac
   prev="$a"
 done
+want_java=0
+want_floor=0
+[[ ",$servers_arg," == *,java-control-plane,* ]] && want_java=1
+[[ ",$servers_arg," == *,floor,* ]] && want_floor=1
+floor_bin="$build_dir/bench/floor/xds_floor"
 
 if [[ "${HFBENCH_NO_BUILD:-0}" != 1 ]]; then
   if [[ -f "$build_dir/build.ninja" && -z "${HOLDFAST_BIN:-}" ]]; then
     echo "== building holdfast ($build_dir)" >&2
     nice -n 10 ninja -C "$build_dir" holdfast >&2
+  fi
+  if [[ $want_floor == 1 ]]; then
+    echo "== building xds_floor ($build_dir)" >&2
+    nice -n 10 ninja -C "$build_dir" xds_floor >&2
   fi
   echo "== building hfbench and hfpeer into $cache" >&2
   (
@@ -69,6 +75,9 @@ fi
 [[ -x "$holdfast_bin" ]] || { echo "holdfast binary not found: $holdfast_bin" >&2; exit 1; }
 if [[ $want_java == 1 ]]; then
   [[ -f "$javapeer_jar" ]] || { echo "javapeer not built: $javapeer_jar" >&2; exit 1; }
+fi
+if [[ $want_floor == 1 ]]; then
+  [[ -x "$floor_bin" ]] || { echo "xds_floor not built: $floor_bin (configure $build_dir)" >&2; exit 1; }
 fi
 
 # One connection per simulated proxy: use the whole hard limit (20,000 on
@@ -99,5 +108,11 @@ if [[ $want_java == 1 ]]; then
   java_args=(--javapeer "$out/javapeer.jar")
   echo "== javapeer: $(java -version 2>&1 | head -1), jar sha256 $(sha256sum "$out/javapeer.jar" | cut -c1-16)" >&2
 fi
+floor_args=()
+if [[ $want_floor == 1 ]]; then
+  cp "$floor_bin" "$out/xds_floor"
+  floor_args=(--floor "$out/xds_floor")
+  echo "== xds_floor: built $(stat -c %y "$floor_bin" | cut -d. -f1), sha256 $(sha256sum "$out/xds_floor" | cut -c1-16)" >&2
+fi
 "$cache/hfbench" suite "${quick[@]}" --holdfast "$out/holdfast" --peer "$cache/hfpeer" \
-  ${java_args[@]+"${java_args[@]}"} --out "$out" ${args[@]+"${args[@]}"}
+  ${java_args[@]+"${java_args[@]}"} ${floor_args[@]+"${floor_args[@]}"} --out "$out" ${args[@]+"${args[@]}"}

@@ -4,9 +4,9 @@
 //
 // The same resources go to every server: holdfast reads them as JSON files
 // from a directory (WriteDir, WriteEndpoints), the go-control-plane peer
-// builds its snapshot from the Go values directly, and the java-control-plane
-// peer builds the same values in Java (bench/javapeer/.../Fleet.java: keep it
-// in step with this file).
+// builds its snapshot from the Go values directly, the java-control-plane
+// peer builds the same values in Java (bench/javapeer/.../Fleet.java) and the
+// floor in C++ (bench/floor/fleet.cc): keep both in step with this file.
 //
 // Every ClusterLoadAssignment carries the generation of its last change in
 // its locality's sub_zone ("g<N>"); a change also moves the endpoints' ports.

@@ -2,9 +2,11 @@
 // holdfast and then against peers serving the same resources (go-control-plane
 // in hfpeer; java-control-plane in javapeer, if selected) in the same
 // invocation, with the same simulated proxies, and prints a markdown table
-// of the figures and holdfast's ratio to each peer.
+// of the figures and holdfast's ratio to each peer. The floor (xds_floor, if
+// selected) is the least a server on holdfast's gRPC library can do; holdfast's
+// ratio to it is what holdfast costs beyond that.
 //
-//	hfbench suite [--quick] --holdfast BIN --peer BIN [--javapeer JAR] [--out DIR] [flags]
+//	hfbench suite [--quick] --holdfast BIN --peer BIN [--javapeer JAR] [--floor BIN] [--out DIR] [flags]
 //	hfbench gen --dir DIR [--clusters N ...]   write holdfast's config files
 package main
 
@@ -37,6 +39,7 @@ type config struct {
 	javaPeerJar  string   // javapeer.jar (kind java-control-plane)
 	javaBin      string   // the java launcher
 	javaOpts     []string // JVM options for javapeer
+	floorBin     string   // xds_floor (kind floor)
 	outDir       string
 	servers      []string
 	scenarios    []string
@@ -143,6 +146,7 @@ func suite(args []string) {
 	fs.StringVar(&cfg.peerBin, "peer", "", "hfpeer binary")
 	fs.StringVar(&cfg.javaPeerJar, "javapeer", "", "javapeer.jar (server "+kindJava+")")
 	fs.StringVar(&cfg.javaBin, "java", "java", "java launcher for javapeer")
+	fs.StringVar(&cfg.floorBin, "floor", "", "xds_floor binary (server "+kindFloor+")")
 	javaOpts := fs.String("java-opts", defaultJavaOpts, "JVM options for javapeer, space-separated")
 	fs.StringVar(&cfg.outDir, "out", "", "directory for logs, work files and results (default: a new temp dir)")
 	fs.Func("holdfast-arg", "extra argument for `holdfast serve` (repeatable)", func(v string) error {
@@ -229,9 +233,13 @@ func suite(args []string) {
 			if cfg.javaPeerJar == "" {
 				log.Fatalf("--javapeer is required for %s", kindJava)
 			}
+		case kindFloor:
+			if cfg.floorBin == "" {
+				log.Fatalf("--floor is required for %s", kindFloor)
+			}
 		default:
-			log.Fatalf("unknown server %q (want %s, %s, %s or %s)", s, kindHoldfast, kindPeer,
-				kindPeerSnapshot, kindJava)
+			log.Fatalf("unknown server %q (want %s, %s, %s, %s or %s)", s, kindHoldfast, kindPeer,
+				kindPeerSnapshot, kindJava, kindFloor)
 		}
 	}
 	if *xdsRoot != "" {

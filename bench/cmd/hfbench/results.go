@@ -103,15 +103,26 @@ func (r *results) markdown(cfg *config) string {
 	// One column per server (the median of the runs, and their range), then
 	// holdfast's ratio to each other server, of the medians. A ratio of a figure that can be zero or negative (growth)
 	// means nothing and is left out.
+	// The floor's column, when run, comes first: holdfast's cost beyond the
+	// least any server on its gRPC library needs. No ratios without holdfast.
 	var others []string
 	header := "| scenario | metric | unit |"
 	align := "|---|---|---|"
+	hasHoldfast := false
 	for _, kind := range cfg.servers {
 		header += " " + kind + " |"
 		align += "---:|"
-		if kind != kindHoldfast {
+		switch kind {
+		case kindHoldfast:
+			hasHoldfast = true
+		case kindFloor:
+			others = append([]string{kind}, others...)
+		default:
 			others = append(others, kind)
 		}
+	}
+	if !hasHoldfast {
+		others = nil
 	}
 	for _, kind := range others {
 		header += " holdfast / " + kind + " |"

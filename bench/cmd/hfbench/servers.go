@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +28,9 @@ const (
 	// java-control-plane (javapeer): its V3DiscoveryServer over its SimpleCache,
 	// on grpc-java's Netty transport, in a JVM.
 	kindJava = "java-control-plane"
+	// The floor (bench/floor, xds_floor): ADS on holdfast's gRPC library that
+	// only pushes pre-encoded responses and counts ACKs.
+	kindFloor = "floor"
 )
 
 // server is one server under test, started for one scenario.
@@ -88,6 +92,11 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 			"--clusters", strconv.Itoa(params.Clusters), "--routes", strconv.Itoa(params.Routes),
 			"--endpoints", strconv.Itoa(params.EndpointsPerCluster), "--listeners", strconv.Itoa(params.Listeners))
 		s.cmd = exec.Command(cfg.javaBin, args...)
+	case kindFloor:
+		s.cmd = exec.Command(cfg.floorBin, "--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+			"--ports-file", portsFile,
+			"--clusters", strconv.Itoa(params.Clusters), "--routes", strconv.Itoa(params.Routes),
+			"--endpoints", strconv.Itoa(params.EndpointsPerCluster), "--listeners", strconv.Itoa(params.Listeners))
 	default:
 		return nil, fmt.Errorf("unknown server kind %q", kind)
 	}
@@ -157,6 +166,8 @@ func shortKind(kind string) string {
 		return "gcps"
 	case kindJava:
 		return "jcp"
+	case kindFloor:
+		return "floor"
 	}
 	return "hf"
 }
@@ -325,6 +336,13 @@ func (s *server) stop() {
 	case <-s.exited:
 		return
 	default:
+	}
+	if s.kind == kindFloor { // its counts of requests, ACKs and NACKs, for the log
+		if resp, err := s.client.Get("http://" + s.admin + "/stats"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			log.Printf("    floor counts: %s", strings.TrimSpace(string(body)))
+		}
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
