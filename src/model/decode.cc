@@ -258,50 +258,111 @@ RouteOptions DecodeOptions(YamlCursor& c) {
   return options;
 }
 
+RouteMatch DecodeRouteMatch(YamlCursor& m) {
+  RouteMatch match;
+  int path_kinds = m.Has("prefix") + m.Has("exact") + m.Has("regex");
+  if (path_kinds > 1) m.Error("set only one of prefix, exact, regex");
+  if (m.Has("exact")) {
+    match.path = {StringMatch::Kind::kExact, ""};
+    m.String("exact", &match.path.value);
+  } else if (m.Has("regex")) {
+    match.path = {StringMatch::Kind::kRegex, ""};
+    m.String("regex", &match.path.value);
+    CheckRegex(m, "regex", match.path.value);
+  } else {
+    m.String("prefix", &match.path.value);
+  }
+  if (match.path.kind != StringMatch::Kind::kRegex && !match.path.value.empty() &&
+      match.path.value[0] != '/') {
+    m.Error("path must start with /");
+  }
+  m.List("headers", [&](YamlCursor& h) {
+    HeaderMatch header;
+    if (h.String("name", &header.name, true) && !header.name.empty()) {
+      CheckHeaderName(h, "name", header.name);
+    }
+    h.Bool("invert", &header.invert);
+    if (auto string_match = DecodeStringMatch(h, true)) header.match = *string_match;
+    h.RejectUnknownFields();
+    match.headers.push_back(header);
+  });
+  m.List("queryParams", [&](YamlCursor& q) {
+    QueryParamMatch param;
+    q.String("name", &param.name, true);
+    if (auto string_match = DecodeStringMatch(q, true)) param.match = *string_match;
+    q.RejectUnknownFields();
+    match.query_params.push_back(param);
+  });
+  m.StringList("methods", &match.methods);
+  for (std::string& method : match.methods) method = absl::AsciiStrToUpper(method);
+  m.RejectUnknownFields();
+  return match;
+}
+
+// `upstreams:` of a route, at the route's cursor.
+std::vector<WeightedUpstream> DecodeWeightedUpstreams(YamlCursor& c) {
+  std::vector<WeightedUpstream> weighted;
+  c.List("upstreams", [&](YamlCursor& u) {
+    WeightedUpstream w;
+    u.String("name", &w.upstream.name, true);
+    u.String("namespace", &w.upstream.ns);
+    u.Uint("weight", &w.weight, 0, 1'000'000);
+    u.RejectUnknownFields();
+    weighted.push_back(w);
+  });
+  uint64_t total = 0;
+  for (const auto& w : weighted) total += w.weight;
+  if (weighted.empty()) {
+    c.FieldError("upstreams", "must list at least one upstream");
+  } else if (total == 0) {
+    c.FieldError("upstreams", "weights must not all be zero");
+  }
+  return weighted;
+}
+
+Redirect DecodeRedirect(YamlCursor& r) {
+  Redirect redirect;
+  r.String("host", &redirect.host);
+  r.String("path", &redirect.path);
+  r.String("prefixRewrite", &redirect.prefix_rewrite);
+  r.Bool("https", &redirect.https);
+  r.Uint("port", &redirect.port, 1, 65535);
+  r.Uint("code", &redirect.code);
+  if (redirect.code != 301 && redirect.code != 302 && redirect.code != 303 &&
+      redirect.code != 307 && redirect.code != 308) {
+    r.FieldError("code", "must be one of 301, 302, 303, 307, 308");
+  }
+  if (!redirect.path.empty() && !redirect.prefix_rewrite.empty()) {
+    r.Error("set only one of path and prefixRewrite");
+  }
+  r.RejectUnknownFields();
+  return redirect;
+}
+
+DirectResponse DecodeDirectResponse(YamlCursor& d) {
+  DirectResponse direct;
+  d.Uint("status", &direct.status, 200, 599, true);
+  d.Text("body", &direct.body);
+  d.RejectUnknownFields();
+  return direct;
+}
+
+Delegate DecodeDelegate(YamlCursor& d) {
+  Delegate delegate;
+  delegate.route_tables = DecodeRefs(d, "routeTables");
+  if (auto s = d.Map("selector")) delegate.selector = DecodeSelector(*s);
+  if (delegate.route_tables.empty() && !delegate.selector) d.Error("set routeTables or selector");
+  d.RejectUnknownFields();
+  return delegate;
+}
+
 Route DecodeRoute(YamlCursor& c) {
   Route route;
   route.path = c.path();
   route.location = c.location();
   c.String("name", &route.name);
-  if (auto m = c.Map("match")) {
-    int path_kinds = m->Has("prefix") + m->Has("exact") + m->Has("regex");
-    if (path_kinds > 1) m->Error("set only one of prefix, exact, regex");
-    if (m->Has("exact")) {
-      route.match.path = {StringMatch::Kind::kExact, ""};
-      m->String("exact", &route.match.path.value);
-    } else if (m->Has("regex")) {
-      route.match.path = {StringMatch::Kind::kRegex, ""};
-      m->String("regex", &route.match.path.value);
-      CheckRegex(*m, "regex", route.match.path.value);
-    } else {
-      m->String("prefix", &route.match.path.value);
-    }
-    if (route.match.path.kind != StringMatch::Kind::kRegex && !route.match.path.value.empty() &&
-        route.match.path.value[0] != '/') {
-      m->Error("path must start with /");
-    }
-    m->List("headers", [&](YamlCursor& h) {
-      HeaderMatch header;
-      if (h.String("name", &header.name, true) && !header.name.empty()) {
-        CheckHeaderName(h, "name", header.name);
-      }
-      h.Bool("invert", &header.invert);
-      if (auto match = DecodeStringMatch(h, true)) header.match = *match;
-      h.RejectUnknownFields();
-      route.match.headers.push_back(header);
-    });
-    m->List("queryParams", [&](YamlCursor& q) {
-      QueryParamMatch param;
-      q.String("name", &param.name, true);
-      if (auto match = DecodeStringMatch(q, true)) param.match = *match;
-      q.RejectUnknownFields();
-      route.match.query_params.push_back(param);
-    });
-    m->StringList("methods", &route.match.methods);
-    for (std::string& method : route.match.methods) method = absl::AsciiStrToUpper(method);
-    m->RejectUnknownFields();
-  }
-
+  if (auto m = c.Map("match")) route.match = DecodeRouteMatch(*m);
+  // Exactly one action; each is decoded, so every error is reported.
   std::vector<std::string> actions;
   if (c.Has("upstream")) {
     actions.push_back("upstream");
@@ -311,60 +372,19 @@ Route DecodeRoute(YamlCursor& c) {
   }
   if (c.Has("upstreams")) {
     actions.push_back("upstreams");
-    std::vector<WeightedUpstream> weighted;
-    c.List("upstreams", [&](YamlCursor& u) {
-      WeightedUpstream w;
-      u.String("name", &w.upstream.name, true);
-      u.String("namespace", &w.upstream.ns);
-      u.Uint("weight", &w.weight, 0, 1'000'000);
-      u.RejectUnknownFields();
-      weighted.push_back(w);
-    });
-    uint64_t total = 0;
-    for (const auto& w : weighted) total += w.weight;
-    if (weighted.empty())
-      c.FieldError("upstreams", "must list at least one upstream");
-    else if (total == 0)
-      c.FieldError("upstreams", "weights must not all be zero");
-    route.action = weighted;
+    route.action = DecodeWeightedUpstreams(c);
   }
   if (auto r = c.Map("redirect")) {
     actions.push_back("redirect");
-    Redirect redirect;
-    r->String("host", &redirect.host);
-    r->String("path", &redirect.path);
-    r->String("prefixRewrite", &redirect.prefix_rewrite);
-    r->Bool("https", &redirect.https);
-    r->Uint("port", &redirect.port, 1, 65535);
-    r->Uint("code", &redirect.code);
-    if (redirect.code != 301 && redirect.code != 302 && redirect.code != 303 &&
-        redirect.code != 307 && redirect.code != 308) {
-      r->FieldError("code", "must be one of 301, 302, 303, 307, 308");
-    }
-    if (!redirect.path.empty() && !redirect.prefix_rewrite.empty()) {
-      r->Error("set only one of path and prefixRewrite");
-    }
-    r->RejectUnknownFields();
-    route.action = redirect;
+    route.action = DecodeRedirect(*r);
   }
   if (auto d = c.Map("directResponse")) {
     actions.push_back("directResponse");
-    DirectResponse direct;
-    d->Uint("status", &direct.status, 200, 599, true);
-    d->Text("body", &direct.body);
-    d->RejectUnknownFields();
-    route.action = direct;
+    route.action = DecodeDirectResponse(*d);
   }
   if (auto d = c.Map("delegate")) {
     actions.push_back("delegate");
-    Delegate delegate;
-    delegate.route_tables = DecodeRefs(*d, "routeTables");
-    if (auto s = d->Map("selector")) delegate.selector = DecodeSelector(*s);
-    if (delegate.route_tables.empty() && !delegate.selector) {
-      d->Error("set routeTables or selector");
-    }
-    d->RejectUnknownFields();
-    route.action = delegate;
+    route.action = DecodeDelegate(*d);
   }
   if (actions.empty()) {
     c.Error("a route needs one action: upstream, upstreams, redirect, directResponse or delegate");
@@ -378,7 +398,8 @@ Route DecodeRoute(YamlCursor& c) {
 
 std::vector<Route> DecodeRoutes(YamlCursor& spec) {
   std::vector<Route> routes;
-  spec.List("routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
+  spec.List(
+      "routes", [&](YamlCursor& r) { routes.push_back(DecodeRoute(r)); }, true);
   return routes;
 }
 
