@@ -193,6 +193,104 @@ void ApplyForwardingOptions(const Route& route, const std::string& ns, const Rou
   AddMirrors(route, ns, target, status, action);
 }
 
+// The route to weighted upstreams; false when one of them is missing (the
+// route then answers as MissingUpstream says).
+bool TranslateWeighted(const std::vector<WeightedUpstream>& weighted, const Route& route,
+                       const std::string& ns, const RouteTarget& target, ObjectStatus* status,
+                       route_v3::Route* out) {
+  auto* clusters = out->mutable_route()->mutable_weighted_clusters();
+  for (size_t i = 0; i < weighted.size(); ++i) {
+    const WeightedUpstream& w = weighted[i];
+    std::string cluster = target.resolve_upstream(w.upstream);
+    if (cluster.empty()) {
+      MissingUpstream(w.upstream, ns, route, absl::StrCat("upstreams[", i, "]"), target, status,
+                      out);
+      return false;
+    }
+    if (w.weight == 0) continue;  // zero weight: drained, and gRPC rejects it
+    auto* c = clusters->add_clusters();
+    c->set_name(cluster);
+    c->mutable_weight()->set_value(w.weight);
+    // gRPC C++ core 1.51 assumes 100 when total_weight (deprecated in the
+    // API) is absent.
+    if (target.for_grpc) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      clusters->mutable_total_weight()->set_value(clusters->total_weight().value() + w.weight);
+#pragma GCC diagnostic pop
+    }
+  }
+  return true;
+}
+
+route_v3::RedirectAction::RedirectResponseCode RedirectCode(uint32_t code) {
+  switch (code) {
+    case 302:
+      return route_v3::RedirectAction::FOUND;
+    case 303:
+      return route_v3::RedirectAction::SEE_OTHER;
+    case 307:
+      return route_v3::RedirectAction::TEMPORARY_REDIRECT;
+    case 308:
+      return route_v3::RedirectAction::PERMANENT_REDIRECT;
+    default:
+      return route_v3::RedirectAction::MOVED_PERMANENTLY;
+  }
+}
+
+void TranslateRedirect(const Redirect& redirect, route_v3::RedirectAction* r) {
+  if (!redirect.host.empty()) r->set_host_redirect(redirect.host);
+  if (!redirect.path.empty()) r->set_path_redirect(redirect.path);
+  if (!redirect.prefix_rewrite.empty()) r->set_prefix_rewrite(redirect.prefix_rewrite);
+  if (redirect.https) r->set_https_redirect(true);
+  if (redirect.port != 0) r->set_port_redirect(redirect.port);
+  r->set_response_code(RedirectCode(redirect.code));
+}
+
+// Envoy's CORS filter config for one route.
+envoy::extensions::filters::http::cors::v3::CorsPolicy TranslateCors(const CorsPolicy& options) {
+  envoy::extensions::filters::http::cors::v3::CorsPolicy cors;
+  for (const StringMatch& origin : options.allow_origins) {
+    ToStringMatcher(origin, cors.add_allow_origin_string_match());
+  }
+  cors.set_allow_methods(absl::StrJoin(options.allow_methods, ","));
+  cors.set_allow_headers(absl::StrJoin(options.allow_headers, ","));
+  cors.set_expose_headers(absl::StrJoin(options.expose_headers, ","));
+  if (options.max_age) cors.set_max_age(absl::StrCat(absl::ToInt64Seconds(*options.max_age)));
+  cors.mutable_allow_credentials()->set_value(options.allow_credentials);
+  return cors;
+}
+
+// What the route does: forward (to one upstream or several), redirect or
+// answer directly.
+void TranslateAction(const Route& route, const std::string& ns, const RouteTarget& target,
+                     ObjectStatus* status, route_v3::Route* out) {
+  if (const auto* single = std::get_if<ObjectRef>(&route.action)) {
+    std::string cluster = target.resolve_upstream(*single);
+    if (cluster.empty()) {
+      MissingUpstream(*single, ns, route, "upstream", target, status, out);
+      return;
+    }
+    out->mutable_route()->set_cluster(cluster);
+    ApplyForwardingOptions(route, ns, target, status, out->mutable_route());
+  } else if (const auto* weighted = std::get_if<std::vector<WeightedUpstream>>(&route.action)) {
+    if (TranslateWeighted(*weighted, route, ns, target, status, out)) {
+      ApplyForwardingOptions(route, ns, target, status, out->mutable_route());
+    }
+  } else if (target.for_grpc) {
+    // Redirects and direct responses mean nothing to an RPC, and grpc-js
+    // rejects a route configuration that has them: such routes fail RPCs.
+    out->mutable_route()->set_cluster(kUnroutableCluster);
+  } else if (const auto* redirect = std::get_if<Redirect>(&route.action)) {
+    TranslateRedirect(*redirect, out->mutable_redirect());
+  } else if (const auto* direct = std::get_if<DirectResponse>(&route.action)) {
+    out->mutable_direct_response()->set_status(direct->status);
+    if (!direct->body.empty()) {
+      out->mutable_direct_response()->mutable_body()->set_inline_string(direct->body);
+    }
+  }
+}
+
 }  // namespace
 
 bool UsesCors(const Route& route) { return route.options.cors.has_value(); }
@@ -205,98 +303,15 @@ route_v3::Route TranslateRoute(const Route& route, const std::string& ns, const 
   route_v3::Route out;
   if (!route.name.empty()) out.set_name(route.name);
   *out.mutable_match() = TranslateMatch(route.match, target.for_grpc);
+  TranslateAction(route, ns, target, status, &out);
   const RouteOptions& options = route.options;
-
-  auto apply_route_options = [&](route_v3::RouteAction* action) {
-    ApplyForwardingOptions(route, ns, target, status, action);
-  };
-
-  if (const auto* single = std::get_if<ObjectRef>(&route.action)) {
-    std::string cluster = target.resolve_upstream(*single);
-    if (cluster.empty()) {
-      MissingUpstream(*single, ns, route, "upstream", target, status, &out);
-    } else {
-      out.mutable_route()->set_cluster(cluster);
-      apply_route_options(out.mutable_route());
-    }
-  } else if (const auto* weighted = std::get_if<std::vector<WeightedUpstream>>(&route.action)) {
-    auto* clusters = out.mutable_route()->mutable_weighted_clusters();
-    bool missing = false;
-    for (size_t i = 0; i < weighted->size(); ++i) {
-      const WeightedUpstream& w = (*weighted)[i];
-      std::string cluster = target.resolve_upstream(w.upstream);
-      if (cluster.empty()) {
-        MissingUpstream(w.upstream, ns, route, absl::StrCat("upstreams[", i, "]"), target, status,
-                        &out);
-        missing = true;
-        break;
-      }
-      if (w.weight == 0) continue;  // zero weight: drained, and gRPC rejects it
-      auto* c = clusters->add_clusters();
-      c->set_name(cluster);
-      c->mutable_weight()->set_value(w.weight);
-      // gRPC C++ core 1.51 assumes 100 when total_weight (deprecated in the
-      // API) is absent.
-      if (target.for_grpc) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        clusters->mutable_total_weight()->set_value(clusters->total_weight().value() + w.weight);
-#pragma GCC diagnostic pop
-      }
-    }
-    if (!missing) apply_route_options(out.mutable_route());
-  } else if (target.for_grpc) {
-    // Redirects and direct responses mean nothing to an RPC, and grpc-js
-    // rejects a route configuration that has them: such routes fail RPCs.
-    out.mutable_route()->set_cluster(kUnroutableCluster);
-  } else if (const auto* redirect = std::get_if<Redirect>(&route.action)) {
-    auto* r = out.mutable_redirect();
-    if (!redirect->host.empty()) r->set_host_redirect(redirect->host);
-    if (!redirect->path.empty()) r->set_path_redirect(redirect->path);
-    if (!redirect->prefix_rewrite.empty()) r->set_prefix_rewrite(redirect->prefix_rewrite);
-    if (redirect->https) r->set_https_redirect(true);
-    if (redirect->port != 0) r->set_port_redirect(redirect->port);
-    switch (redirect->code) {
-      case 302:
-        r->set_response_code(route_v3::RedirectAction::FOUND);
-        break;
-      case 303:
-        r->set_response_code(route_v3::RedirectAction::SEE_OTHER);
-        break;
-      case 307:
-        r->set_response_code(route_v3::RedirectAction::TEMPORARY_REDIRECT);
-        break;
-      case 308:
-        r->set_response_code(route_v3::RedirectAction::PERMANENT_REDIRECT);
-        break;
-      default:
-        r->set_response_code(route_v3::RedirectAction::MOVED_PERMANENTLY);
-        break;
-    }
-  } else if (const auto* direct = std::get_if<DirectResponse>(&route.action)) {
-    out.mutable_direct_response()->set_status(direct->status);
-    if (!direct->body.empty()) {
-      out.mutable_direct_response()->mutable_body()->set_inline_string(direct->body);
-    }
-  }
-
   AddHeaders(options.request_headers, out.mutable_request_headers_to_add(),
              out.mutable_request_headers_to_remove());
   AddHeaders(options.response_headers, out.mutable_response_headers_to_add(),
              out.mutable_response_headers_to_remove());
   if (options.cors && !target.for_grpc) {
-    envoy::extensions::filters::http::cors::v3::CorsPolicy cors;
-    for (const StringMatch& origin : options.cors->allow_origins) {
-      ToStringMatcher(origin, cors.add_allow_origin_string_match());
-    }
-    cors.set_allow_methods(absl::StrJoin(options.cors->allow_methods, ","));
-    cors.set_allow_headers(absl::StrJoin(options.cors->allow_headers, ","));
-    cors.set_expose_headers(absl::StrJoin(options.cors->expose_headers, ","));
-    if (options.cors->max_age) {
-      cors.set_max_age(absl::StrCat(absl::ToInt64Seconds(*options.cors->max_age)));
-    }
-    cors.mutable_allow_credentials()->set_value(options.cors->allow_credentials);
-    (*out.mutable_typed_per_filter_config())["envoy.filters.http.cors"].PackFrom(cors);
+    (*out.mutable_typed_per_filter_config())["envoy.filters.http.cors"].PackFrom(
+        TranslateCors(*options.cors));
   }
   return out;
 }
