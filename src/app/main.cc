@@ -256,6 +256,10 @@ std::vector<Command> AddChangeCommands(CLI::App& app) {
       ->check(CLI::IsMember({"status", "promote", "abort"}));
   rollout_cmd->add_option("-o,--output", rollout->output, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
+  rollout_cmd->add_option("--group", rollout->group,
+                          "A node group with a rollout of its own (serve --rollout-group); "
+                          "default: status of every rollout, promote or abort of the one for "
+                          "every other group");
 
   return {Bind(diff_cmd, diff, &holdfast::RunDiff),
           Bind(rollout_cmd, rollout, &holdfast::RunRollout)};

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
@@ -14,11 +15,16 @@ struct RolloutFlags {
   std::string canary_metadata;  // KEY=VALUE
   std::string bake = "60s";
   std::string ack_timeout = "30s";
+  // GROUP:SETTING=VALUE,... or GROUP:off, one per node group with a
+  // rollout of its own (GROUP ends at the last ':').
+  std::vector<std::string> groups;
 };
 
 void AddRolloutFlags(CLI::App* serve, RolloutFlags* flags);
-// The policy the flags describe (not enabled when no canary is chosen);
-// errors name the flag.
-absl::StatusOr<RolloutPolicy> ParseRolloutFlags(const RolloutFlags& flags);
+// The policies the flags describe: the --rollout-canary-* and timing flags
+// make the policy of every group not named by --rollout-group (not enabled
+// when no canary is chosen); each --rollout-group starts from the timing
+// flags. Errors name the flag and the setting.
+absl::StatusOr<RolloutPolicies> ParseRolloutFlags(const RolloutFlags& flags);
 
 }  // namespace holdfast

@@ -87,7 +87,7 @@ absl::Status Server::StartParts() {
   if (absl::Status grouping = ParseGrouping(); !grouping.ok()) return grouping;
   absl::StatusOr<absl::Duration> grace = ParseFlagDuration("--store-grace", options_.store_grace);
   if (!grace.ok()) return grace.status();
-  absl::StatusOr<RolloutPolicy> rollout = ParseRolloutFlags(options_.rollout);
+  absl::StatusOr<RolloutPolicies> rollout = ParseRolloutFlags(options_.rollout);
   if (!rollout.ok()) return rollout.status();
   if (absl::Status source = StartSource(*grace, *rollout); !source.ok()) return source;
   if (absl::Status xds = StartXds(*rollout); !xds.ok()) return xds;
@@ -97,9 +97,9 @@ absl::Status Server::StartParts() {
   return absl::OkStatus();
 }
 
-absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicy& rollout) {
+absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicies& rollout) {
   // With a staged rollout the source's snapshots are staged, and the
-  // controller decides what proxies see.
+  // controllers decide what proxies see.
   last_good_ = std::make_unique<LastKnownGood>(
       LastKnownGood::Options{.state_dir = options_.state_dir, .grace = grace},
       rollout.enabled() ? &staged_ : &cache_, clock_, &metrics_);
@@ -110,20 +110,40 @@ absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicy& roll
       [this](SnapshotPtr snapshot) { last_good_->PublishLive(std::move(snapshot)); });
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
-  if (!rollout.enabled()) return absl::OkStatus();
-  // Started after the source, whose store the replicas share decisions
-  // through; it takes what was staged meanwhile as its first offer.
-  rollout_ = std::make_unique<RolloutController>(
-      RolloutController::Options{.policy = rollout,
-                                 .state_dir = options_.state_dir,
-                                 .shared = source_->rollout_document(),
-                                 .replica_id = source_->replica_id()},
-      &staged_, &cache_, &proxies_, clock_, &metrics_);
-  // A hold is reported on the objects behind what the canaries rejected.
-  rollout_->OnHeldStatuses(
-      [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
-  rollout_->Start();
+  if (rollout.enabled()) StartRollouts(rollout);
   return absl::OkStatus();
+}
+
+void Server::StartRollouts(const RolloutPolicies& policies) {
+  // A hold is reported on the objects behind what the canaries rejected.
+  held_ = std::make_unique<HeldStatusUnion>(
+      [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
+  std::vector<std::pair<std::string, RolloutPolicy>> all = {{"", policies.fallback}};
+  all.insert(all.end(), policies.groups.begin(), policies.groups.end());
+  for (const auto& [group, policy] : all) {
+    // Started after the source, whose store the replicas share decisions
+    // through; each takes what was staged meanwhile as its first offer.
+    auto controller = std::make_unique<RolloutController>(
+        RolloutController::Options{.policy = policy,
+                                   .group = group,
+                                   .state_dir = options_.state_dir,
+                                   .shared = source_->rollout_document(),
+                                   .replica_id = source_->replica_id()},
+        &staged_, &cache_, &proxies_, clock_, &metrics_);
+    controller->OnHeldStatuses(
+        [held = held_.get(), group](StatusMap statuses) { held->Set(group, std::move(statuses)); });
+    controller->Start();
+    rollouts_.push_back(std::move(controller));
+  }
+}
+
+nlohmann::json Server::RolloutJson() const {
+  nlohmann::json page = rollouts_.front()->ToJson();
+  nlohmann::json groups = nlohmann::json::object();
+  for (size_t i = 1; i < rollouts_.size(); ++i)
+    groups[rollouts_[i]->group()] = rollouts_[i]->ToJson();
+  page["groups"] = std::move(groups);
+  return page;
 }
 
 absl::StatusOr<XdsServerOptions> Server::XdsOptions() {
@@ -149,7 +169,7 @@ absl::StatusOr<XdsServerOptions> Server::XdsOptions() {
   return xds_options;
 }
 
-absl::Status Server::StartXds(const RolloutPolicy& rollout) {
+absl::Status Server::StartXds(const RolloutPolicies& rollout) {
   absl::StatusOr<XdsServerOptions> xds_options = XdsOptions();
   if (!xds_options.ok()) return xds_options.status();
   StreamContext context{.cache = &cache_,
@@ -163,8 +183,11 @@ absl::Status Server::StartXds(const RolloutPolicy& rollout) {
                         .limits = StreamLimits{},
                         .identity = &*identity_};
   if (rollout.enabled()) {
-    context.is_canary = [policy = rollout](const envoy::config::core::v3::Node& node) {
-      return IsCanary(policy, node);
+    context.canary_of = [policies = rollout](const envoy::config::core::v3::Node& node,
+                                             const std::string& group) {
+      std::string name = policies.RolloutOf(group);
+      const RolloutPolicy& policy = policies.PolicyOf(name);
+      return policy.enabled() && IsCanary(policy, node) ? std::optional(name) : std::nullopt;
     };
   }
   absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(*xds_options, context);
@@ -231,16 +254,20 @@ AdminSources Server::MakeAdminSources() {
   pages["/debug/tls"] = [this] { return TlsStateJson(xds_->TlsState()); };
   pages["/debug/events"] = [this] { return events_.ToJson(); };
   pages["/debug/replica"] = [this] { return ReplicaJson(); };
-  if (rollout_) pages["/debug/rollout"] = [this] { return rollout_->ToJson(); };
+  if (!rollouts_.empty()) pages["/debug/rollout"] = [this] { return RolloutJson(); };
   if (const ConfigSource* config = source_->config_source(); config != nullptr) {
     pages["/debug/store"] = [this, config] {
       return StoreJson(config->health(), last_good_->state(), clock_);
     };
   }
   std::map<std::string, std::function<nlohmann::json()>> actions;
-  if (rollout_) {
-    actions["/rollout/promote"] = [this] { return rollout_->Promote(); };
-    actions["/rollout/abort"] = [this] { return rollout_->Abort(); };
+  for (const auto& rollout : rollouts_) {
+    // The rollout of groups without their own at /rollout/promote, a
+    // group's at /rollout/promote/GROUP.
+    const std::string group = rollout->group().empty() ? "" : "/" + rollout->group();
+    RolloutController* controller = rollout.get();
+    actions["/rollout/promote" + group] = [controller] { return controller->Promote(); };
+    actions["/rollout/abort" + group] = [controller] { return controller->Abort(); };
   }
   return AdminSources{
       .metrics = &metrics_,
@@ -304,7 +331,7 @@ void Server::Stop() {
   if (admin_) admin_->Stop();
   if (source_) source_->Stop();
   if (last_good_) last_good_->Stop();
-  if (rollout_) rollout_->Stop();
+  for (const auto& rollout : rollouts_) rollout->Stop();
   if (xds_) xds_->Shutdown(absl::Seconds(1));
   if (collector_ >= 0) metrics_.RemoveCollector(collector_);
 }

@@ -12,6 +12,7 @@
 #include "src/app/serving_source.h"
 #include "src/common/memory_trim.h"
 #include "src/common/metrics.h"
+#include "src/rollout/held_objects.h"
 #include "src/rollout/rollout_controller.h"
 #include "src/snapshot/last_known_good.h"
 #include "src/snapshot/snapshot_cache.h"
@@ -46,9 +47,13 @@ class Server {
   absl::Status ParseGrouping();
   // The last-known-good copy, the config source and, with a staged
   // rollout, its controller.
-  absl::Status StartSource(absl::Duration grace, const RolloutPolicy& rollout);
+  absl::Status StartSource(absl::Duration grace, const RolloutPolicies& rollout);
+  // One controller per rollout: the fallback's first, then each group's.
+  void StartRollouts(const RolloutPolicies& policies);
+  // /debug/rollout: the fallback rollout, with "groups" the others.
+  nlohmann::json RolloutJson() const;
   absl::StatusOr<XdsServerOptions> XdsOptions();  // from the --xds-* flags
-  absl::Status StartXds(const RolloutPolicy& rollout);
+  absl::Status StartXds(const RolloutPolicies& rollout);
   absl::Status StartAdmin();  // and the metrics collector it serves
   absl::Status StartWebhook();
   void StartHousekeeping();  // replica events, memory trimming
@@ -73,7 +78,10 @@ class Server {
   std::optional<NodeGrouper> grouper_;            // set first thing in StartParts
   std::optional<ClientIdentityPolicy> identity_;  // likewise
   std::unique_ptr<LastKnownGood> last_good_;
-  std::unique_ptr<RolloutController> rollout_;  // with --rollout-canary-*
+  // With a staged rollout (--rollout-canary-*, --rollout-group): the held
+  // statuses of every rollout, and one controller per rollout.
+  std::unique_ptr<HeldStatusUnion> held_;
+  std::vector<std::unique_ptr<RolloutController>> rollouts_;
   std::unique_ptr<ServingSource> source_;
   std::unique_ptr<XdsServer> xds_;
   int collector_ = -1;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "src/cli/json_yaml.h"
 
@@ -195,24 +196,57 @@ void PrintRollout(const nlohmann::json& rollout) {
 
 }  // namespace
 
+namespace {
+
+// The rollouts `page` (/debug/rollout) shows for `group`: every one when
+// it is empty.
+std::vector<nlohmann::json> SelectRollouts(const nlohmann::json& page, const std::string& group) {
+  const nlohmann::json groups = page.value("groups", nlohmann::json::object());
+  if (!group.empty()) {
+    if (!groups.is_object() || !groups.contains(group)) return {};
+    return {groups[group]};
+  }
+  std::vector<nlohmann::json> all = {page};
+  for (const auto& [name, rollout] : groups.items()) all.push_back(rollout);
+  return all;
+}
+
+}  // namespace
+
 int RunRollout(const RolloutOptions& options) {
   absl::StatusOr<AdminClient> client = AdminClient::Create(options.admin);
   if (!client.ok()) return Fail(client.status());
-  absl::StatusOr<nlohmann::json> answer = options.action == "status"
-                                              ? client->GetJson("/debug/rollout")
-                                              : client->Act("/rollout/" + options.action);
+  const std::string group_path = options.group.empty() ? "" : "/" + options.group;
+  absl::StatusOr<nlohmann::json> answer =
+      options.action == "status" ? client->GetJson("/debug/rollout")
+                                 : client->Act("/rollout/" + options.action + group_path);
   if (answer.status().code() == absl::StatusCode::kNotFound ||
       answer.status().code() == absl::StatusCode::kInternal) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat(
-        client->url(),
-        " has no staged rollout (serve --rollout-canary-*): ", answer.status().message())));
+    return Fail(absl::FailedPreconditionError(
+        absl::StrCat(client->url(), " has no staged rollout",
+                     options.group.empty() ? "" : " for group " + options.group,
+                     " (serve --rollout-canary-*, --rollout-group): ", answer.status().message())));
   }
   if (!answer.ok()) return Fail(answer.status());
-  const nlohmann::json rollout = options.action == "status" ? *answer : (*answer)["rollout"];
+  const std::vector<nlohmann::json> rollouts = options.action == "status"
+                                                   ? SelectRollouts(*answer, options.group)
+                                                   : std::vector{(*answer)["rollout"]};
+  if (rollouts.empty()) {
+    return Fail(absl::NotFoundError(absl::StrCat("node group ", options.group,
+                                                 " has no rollout of its own (--rollout-group)")));
+  }
   if (options.output == "json") {
     std::printf("%s\n", answer->dump(2).c_str());
   } else {
-    PrintRollout(rollout);
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      const std::string group = rollouts[i].value("group", "");
+      if (rollouts.size() > 1) {
+        std::printf("%s%s\n", i == 0 ? "" : "\n",
+                    group.empty() ? "node groups without a rollout of their own:"
+                                  : absl::StrCat("node group ", group, ":").c_str());
+      }
+      PrintRollout(rollouts[i]);
+    }
   }
   if (answer->value("shared", true) == false) {
     std::fprintf(stderr,
@@ -221,7 +255,10 @@ int RunRollout(const RolloutOptions& options) {
                  answer->value("error", "").c_str());
   }
   if (options.action != "status") return (*answer).value("done", false) ? 0 : 1;
-  return rollout.value("stage", "") == "held" ? 1 : 0;
+  for (const nlohmann::json& rollout : rollouts) {
+    if (rollout.value("stage", "") == "held") return 1;
+  }
+  return 0;
 }
 
 }  // namespace holdfast

@@ -47,6 +47,10 @@ struct RolloutOptions {
   AdminEndpoint admin;
   std::string action = "status";  // status, promote or abort
   std::string output = "text";    // or "json"
+  // A node group with a rollout of its own (serve --rollout-group); empty:
+  // status of every rollout, promote or abort of the one for every other
+  // group.
+  std::string group;
 };
 
 // `holdfast rollout status|promote|abort`: a replica's staged rollout

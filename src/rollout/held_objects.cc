@@ -42,4 +42,16 @@ StatusMap HeldObjectStatuses(const Snapshot& stable, const Snapshot& candidate,
   return held;
 }
 
+void HeldStatusUnion::Set(const std::string& rollout, StatusMap statuses) {
+  absl::MutexLock lock(&mu_);
+  if (statuses.empty()) {
+    by_rollout_.erase(rollout);
+  } else {
+    by_rollout_[rollout] = std::move(statuses);
+  }
+  StatusMap all;
+  for (const auto& [name, held] : by_rollout_) all = MergeStatuses(std::move(all), held);
+  sink_(std::move(all));
+}
+
 }  // namespace holdfast

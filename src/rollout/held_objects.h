@@ -1,6 +1,12 @@
 #pragma once
 
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "src/snapshot/snapshot.h"
 #include "src/translate/status.h"
 
@@ -14,5 +20,20 @@ namespace holdfast {
 // statuses (ConfigPipeline::SetOverlay).
 StatusMap HeldObjectStatuses(const Snapshot& stable, const Snapshot& candidate,
                              absl::string_view rejected_type, absl::string_view reason);
+
+// The held statuses of several rollouts (one per node group with a policy
+// of its own) as one overlay: each Set hands `sink` the union, reasons of
+// an object held in several rollouts side by side. Thread-safe; `sink` is
+// called with the lock held, in the order of the Sets.
+class HeldStatusUnion {
+ public:
+  explicit HeldStatusUnion(std::function<void(StatusMap)> sink) : sink_(std::move(sink)) {}
+  void Set(const std::string& rollout, StatusMap statuses);
+
+ private:
+  const std::function<void(StatusMap)> sink_;
+  absl::Mutex mu_;
+  std::map<std::string, StatusMap> by_rollout_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace holdfast

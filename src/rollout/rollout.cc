@@ -26,12 +26,26 @@ bool IsCanary(const RolloutPolicy& policy, const envoy::config::core::v3::Node& 
   return static_cast<int>(hash % 100) < policy.canary_percent;
 }
 
+bool RolloutPolicies::enabled() const {
+  if (fallback.enabled()) return true;
+  for (const auto& [group, policy] : groups) {
+    if (policy.enabled()) return true;
+  }
+  return false;
+}
+
+const RolloutPolicy& RolloutPolicies::PolicyOf(const std::string& name) const {
+  auto it = groups.find(name);
+  return it == groups.end() ? fallback : it->second;
+}
+
 void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
   if (snapshot == nullptr) return;
-  if (stable_ == nullptr) {  // the first: nothing to protect
+  if (stable_ == nullptr || !policy_.enabled()) {  // nothing to protect, or no canaries
+    if (stable_ != nullptr && snapshot->version() == stable_->version()) return;
+    reason_ = stable_ == nullptr ? "first snapshot" : "no canaries: every proxy gets it at once";
     stable_ = std::move(snapshot);
     since_ = now;
-    reason_ = "first snapshot";
     return;
   }
   const SnapshotPtr& current = candidate_ != nullptr ? candidate_ : stable_;

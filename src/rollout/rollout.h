@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,23 @@ struct RolloutPolicy {
   absl::Duration ack_timeout = absl::Seconds(30);
 
   bool enabled() const { return canary_percent > 0 || !metadata_key.empty(); }
+};
+
+// The staged rollouts of a replica: one for each node group named here,
+// with its own policy (disabled: that group gets every snapshot at once),
+// and one, `fallback`, for every other group.
+struct RolloutPolicies {
+  RolloutPolicy fallback;
+  std::map<std::string, RolloutPolicy> groups;
+
+  // Whether any rollout chooses canaries.
+  bool enabled() const;
+  // The rollout that serves node group `group`: its name, or "".
+  std::string RolloutOf(const std::string& group) const {
+    return groups.contains(group) ? group : "";
+  }
+  // The policy of rollout `name` (as RolloutOf says).
+  const RolloutPolicy& PolicyOf(const std::string& name) const;
 };
 
 // Whether `node` is a canary under `policy`. The same on every replica and
@@ -59,6 +77,9 @@ struct RolloutDecision {
   // A hold's: the type URL the canaries rejected; empty when the hold is
   // about the whole candidate (a timeout, the operator).
   std::string rejected_type;
+  // The rollout it is about: a node group with a policy of its own, or ""
+  // for every other group (RolloutPolicies).
+  std::string group;
   std::string replica;  // which one decided ("" in the state machine's own verdicts)
   std::string at;       // when (RFC 3339), for people
 };
@@ -83,6 +104,8 @@ class Rollout {
  public:
   enum class Stage { kIdle, kBaking, kHeld };
 
+  // With a disabled policy (no canaries), every snapshot offered is stable
+  // at once.
   explicit Rollout(RolloutPolicy policy) : policy_(std::move(policy)) {}
 
   void Offer(SnapshotPtr snapshot, absl::Time now);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
 #include "src/rollout/canary_report.h"
@@ -16,26 +17,51 @@ std::string Version(const SnapshotPtr& snapshot) {
   return snapshot == nullptr ? "" : snapshot->version();
 }
 
+// Group names come from node metadata or certificates: keep file names to
+// safe characters.
+std::string FileSafe(absl::string_view name) {
+  std::string safe;
+  for (unsigned char c : name) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.') {
+      safe.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppend(&safe, "%", absl::Hex(c, absl::kZeroPad2));
+    }
+  }
+  return safe;
+}
+
+MetricLabels GroupLabels(const std::string& group) {
+  if (group.empty()) return {};
+  return {{"group", group}};
+}
+
 }  // namespace
 
 RolloutController::RolloutController(Options options, SnapshotCache* staged, SnapshotCache* serving,
                                      const ProxyRegistry* proxies, const Clock& clock,
                                      MetricsRegistry* metrics)
     : options_(std::move(options)),
+      name_(options_.group.empty() ? "rollout" : absl::StrCat("rollout of group ", options_.group)),
       staged_(staged),
       serving_(serving),
       proxies_(proxies),
       clock_(clock),
       promotions_(metrics->GetCounter("holdfast_rollout_promotions_total",
-                                      "Snapshots promoted from the canaries to every proxy")),
+                                      "Snapshots promoted from the canaries to every proxy",
+                                      GroupLabels(options_.group))),
       holds_(metrics->GetCounter("holdfast_rollout_holds_total",
-                                 "Rollouts held: a canary NACKed, or did not ACK in time")),
+                                 "Rollouts held: a canary NACKed, or did not ACK in time",
+                                 GroupLabels(options_.group))),
       baking_(metrics->GetGauge("holdfast_rollout_baking",
-                                "1 while a new snapshot is served to the canaries only")),
+                                "1 while a new snapshot is served to the canaries only",
+                                GroupLabels(options_.group))),
       held_(metrics->GetGauge("holdfast_rollout_held",
                               "1 while a rollout is held: canaries and the rest on the stable "
-                              "snapshot")),
-      canaries_(metrics->GetGauge("holdfast_rollout_canaries", "Canary streams connected")),
+                              "snapshot",
+                              GroupLabels(options_.group))),
+      canaries_(metrics->GetGauge("holdfast_rollout_canaries", "Canary streams connected",
+                                  GroupLabels(options_.group))),
       rollout_(options_.policy),
       own_document_(options_.shared == nullptr ? std::make_unique<InMemorySharedDocument>()
                                                : nullptr),
@@ -44,7 +70,14 @@ RolloutController::RolloutController(Options options, SnapshotCache* staged, Sna
 RolloutController::~RolloutController() { Stop(); }
 
 std::string RolloutController::StablePath() const {
-  return options_.state_dir.empty() ? "" : options_.state_dir + "/rollout-stable.snapshot";
+  if (options_.state_dir.empty()) return "";
+  if (options_.group.empty()) return options_.state_dir + "/rollout-stable.snapshot";
+  return absl::StrCat(options_.state_dir, "/rollout-stable-", FileSafe(options_.group),
+                      ".snapshot");
+}
+
+std::string RolloutController::StableKey() const {
+  return options_.group.empty() ? serving_->default_group() : options_.group;
 }
 
 void RolloutController::Start() {
@@ -53,9 +86,9 @@ void RolloutController::Start() {
     if (stable.ok()) {
       absl::MutexLock lock(&mu_);
       rollout_.Offer(*stable, clock_.Now());
-      LogInfo("rollout: restored the stable snapshot %s", (*stable)->version());
+      LogInfo("%s: restored the stable snapshot %s", name_, (*stable)->version());
     } else {
-      LogWarning("rollout: %s", stable.status().message());
+      LogWarning("%s: %s", name_, stable.status().message());
     }
   }
   watch_ = staged_->Watch(staged_->default_group(),
@@ -77,7 +110,7 @@ void RolloutController::Offer(SnapshotPtr snapshot) {
 }
 
 void RolloutController::Check() {
-  const std::vector<ProxyView> canaries = proxies_->Canaries();
+  const std::vector<ProxyView> canaries = proxies_->Canaries(options_.group);
   canaries_->Set(static_cast<double>(canaries.size()));
   LedgerCall call;
   {
@@ -92,7 +125,7 @@ void RolloutController::Check() {
   absl::StatusOr<std::optional<RolloutDecision>> standing =
       call.record ? absl::StatusOr<std::optional<RolloutDecision>>(
                         ledger_.Record(*call.record, call.overrule))
-                  : ledger_.Find(call.find);
+                  : ledger_.Find(call.find, options_.group);
   absl::MutexLock lock(&mu_);
   Follow(call, standing, clock_.Now());
   ApplyLocked();
@@ -100,6 +133,7 @@ void RolloutController::Check() {
 
 RolloutDecision RolloutController::Stamped(RolloutDecision decision) const {
   decision.replica = options_.replica_id;
+  decision.group = options_.group;
   decision.at = FormatTimestamp(clock_.Now());
   return decision;
 }
@@ -122,7 +156,7 @@ void RolloutController::Follow(const LedgerCall& call,
                                const absl::StatusOr<std::optional<RolloutDecision>>& standing,
                                absl::Time now) {
   if (standing.ok()) {
-    if (!ledger_error_.empty()) LogInfo("rollout: %s answers again", ledger_.Describe());
+    if (!ledger_error_.empty()) LogInfo("%s: %s answers again", name_, ledger_.Describe());
     ledger_error_.clear();
     if (call.record && unrecorded_ && unrecorded_->decision.candidate == call.record->candidate) {
       unrecorded_.reset();
@@ -131,7 +165,7 @@ void RolloutController::Follow(const LedgerCall& call,
     return;
   }
   if (ledger_error_.empty()) {
-    LogWarning("rollout: cannot share decisions through %s: %s", ledger_.Describe(),
+    LogWarning("%s: cannot share decisions through %s: %s", name_, ledger_.Describe(),
                standing.status().message());
   }
   ledger_error_ = std::string(standing.status().message());
@@ -147,16 +181,16 @@ void RolloutController::ApplyLocked() {
   const bool stable_changed = rollout_.stable() != published_stable_;
   if (stable_changed) {
     published_stable_ = rollout_.stable();
-    serving_->Set(serving_->default_group(), published_stable_);
+    serving_->Set(StableKey(), published_stable_);
     if (const std::string path = StablePath(); !path.empty()) {
       absl::Status written = WriteSnapshotFile(*published_stable_, path);
       persist_error_ = written.ok() ? "" : std::string(written.message());
-      if (!written.ok()) LogWarning("rollout: %s", written.message());
+      if (!written.ok()) LogWarning("%s: %s", name_, written.message());
     }
   }
   if (rollout_.canary_view() != published_canary_) {
     published_canary_ = rollout_.canary_view();
-    serving_->Set(kCanaryGroup, published_canary_);
+    serving_->Set(CanaryKey(options_.group), published_canary_);
   }
   ReportHeldObjects();
   const Rollout::Stage stage = rollout_.stage();
@@ -170,22 +204,22 @@ void RolloutController::ApplyLocked() {
   switch (stage) {
     case Rollout::Stage::kBaking:
       logged_candidate_ = rollout_.candidate();
-      LogInfo("rollout: snapshot %s offered to the canaries first, every other proxy stays on %s%s",
-              Version(rollout_.candidate()), Version(rollout_.stable()),
+      LogInfo("%s: snapshot %s offered to the canaries first, every other proxy stays on %s%s",
+              name_, Version(rollout_.candidate()), Version(rollout_.stable()),
               rollout_.reason().empty() ? "" : absl::StrCat(" (", rollout_.reason(), ")"));
       break;
     case Rollout::Stage::kHeld:
       holds_->Increment();
-      LogWarning("rollout: held, every proxy stays on %s: %s", Version(rollout_.stable()),
+      LogWarning("%s: held, every proxy stays on %s: %s", name_, Version(rollout_.stable()),
                  rollout_.reason());
       break;
     case Rollout::Stage::kIdle:
       if (before != Rollout::Stage::kIdle && stable_changed) {
         promotions_->Increment();
-        LogInfo("rollout: snapshot %s promoted to every proxy: %s", Version(rollout_.stable()),
+        LogInfo("%s: snapshot %s promoted to every proxy: %s", name_, Version(rollout_.stable()),
                 rollout_.reason());
       } else if (before != Rollout::Stage::kIdle) {
-        LogInfo("rollout: %s", rollout_.reason());
+        LogInfo("%s: %s", name_, rollout_.reason());
       }
       break;
   }
@@ -198,8 +232,11 @@ void RolloutController::ReportHeldObjects() {
   reported_held_ = candidate;
   StatusMap statuses;
   if (held) {
-    statuses = HeldObjectStatuses(*rollout_.stable(), *rollout_.candidate(), rollout_.held_type(),
-                                  rollout_.reason());
+    statuses = HeldObjectStatuses(
+        *rollout_.stable(), *rollout_.candidate(), rollout_.held_type(),
+        options_.group.empty()
+            ? rollout_.reason()
+            : absl::StrCat("node group ", options_.group, ": ", rollout_.reason()));
   }
   held_objects_.clear();
   for (const auto& [key, status] : statuses) held_objects_.push_back(key.ToString());
@@ -246,7 +283,8 @@ nlohmann::json RolloutController::ToJson() const {
 
 nlohmann::json RolloutController::ToJsonLocked() const {
   const RolloutPolicy& policy = options_.policy;
-  return {{"stage", RolloutStageName(rollout_.stage())},
+  return {{"group", options_.group},
+          {"stage", RolloutStageName(rollout_.stage())},
           {"stable", Version(rollout_.stable())},
           {"candidate", Version(rollout_.candidate())},
           {"since", FormatTimestamp(rollout_.since())},

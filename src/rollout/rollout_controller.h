@@ -21,12 +21,14 @@
 
 namespace holdfast {
 
-// Serves a staged rollout: the config source (through the last-known-good
+// Serves one staged rollout: the config source (through the last-known-good
 // copy) publishes into `staged`; proxies read `serving`, where the
-// controller keeps the default group on the stable snapshot and
-// kCanaryGroup (what canary streams watch) on what canaries should see.
-// Every check interval it reports the canaries (the proxies marked canary
-// in `proxies`) to the Rollout, which promotes or holds.
+// controller keeps its node group (the default group for the rollout of
+// every group without its own, Options::group "") on the stable snapshot
+// and CanaryKey(group) (what its canary streams watch) on what canaries
+// should see. Every check interval it reports its canaries (the proxies
+// marked canary of its rollout in `proxies`) to the Rollout, which
+// promotes or holds. A disabled policy passes every snapshot on at once.
 //
 // Decisions go through a RolloutLedger shared by the replicas: a verdict of
 // this replica's canaries (or its operator) is recorded there first, and
@@ -45,6 +47,9 @@ class RolloutController {
  public:
   struct Options {
     RolloutPolicy policy;
+    // The node group whose own rollout this is; "": the rollout of every
+    // group without one (RolloutPolicies).
+    std::string group;
     std::string state_dir;  // empty: the stable snapshot is not persisted
     absl::Duration check_interval = absl::Milliseconds(250);
     // Where the replicas share decisions; null: in this process only.
@@ -72,6 +77,7 @@ class RolloutController {
   void Check();
   // /debug/rollout.
   nlohmann::json ToJson() const;
+  const std::string& group() const { return options_.group; }
   // The operator's: serve the candidate to everyone now; hold it (canaries
   // back on the stable snapshot). {"done": whether there was one, "rollout"}.
   nlohmann::json Promote();
@@ -106,8 +112,11 @@ class RolloutController {
   // Tells the held-statuses listener when the held candidate changes.
   void ReportHeldObjects() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string StablePath() const;
+  // The serving cache's key for what the group's proxies (not canaries) see.
+  std::string StableKey() const;
 
   const Options options_;
+  const std::string name_;  // in logs: "rollout", "rollout of group edge"
   SnapshotCache* staged_;
   SnapshotCache* serving_;
   const ProxyRegistry* proxies_;

@@ -14,9 +14,13 @@ namespace {
 constexpr int kAttempts = 8;
 
 nlohmann::json ToJson(const RolloutDecision& decision) {
-  return {{"candidate", decision.candidate}, {"action", RolloutActionName(decision.action)},
-          {"reason", decision.reason},       {"rejected_type", decision.rejected_type},
-          {"replica", decision.replica},     {"at", decision.at}};
+  return {{"candidate", decision.candidate},
+          {"action", RolloutActionName(decision.action)},
+          {"reason", decision.reason},
+          {"rejected_type", decision.rejected_type},
+          {"group", decision.group},
+          {"replica", decision.replica},
+          {"at", decision.at}};
 }
 
 absl::StatusOr<RolloutDecision> FromJson(const nlohmann::json& entry, size_t index) {
@@ -32,10 +36,15 @@ absl::StatusOr<RolloutDecision> FromJson(const nlohmann::json& entry, size_t ind
     }
     *out = it->get<std::string>();
   }
-  // Absent in what replicas before it wrote.
-  if (auto type = entry.find("rejected_type"); type != entry.end()) {
-    if (!type->is_string()) return absl::DataLossError(where + ".rejected_type: not a string");
-    decision.rejected_type = type->get<std::string>();
+  // Absent in what earlier replicas wrote.
+  for (auto [field, out] :
+       {std::pair{"rejected_type", &decision.rejected_type}, std::pair{"group", &decision.group}}) {
+    auto it = entry.find(field);
+    if (it == entry.end()) continue;
+    if (!it->is_string()) {
+      return absl::DataLossError(absl::StrCat(where, ".", field, ": not a string"));
+    }
+    *out = it->get<std::string>();
   }
   const std::string action =
       entry.value("action", nlohmann::json()).is_string() ? entry["action"].get<std::string>() : "";
@@ -73,9 +82,9 @@ std::string Serialize(const std::vector<RolloutDecision>& decisions) {
 }
 
 const RolloutDecision* FindIn(const std::vector<RolloutDecision>& decisions,
-                              absl::string_view candidate) {
+                              absl::string_view candidate, absl::string_view group) {
   for (auto it = decisions.rbegin(); it != decisions.rend(); ++it) {
-    if (it->candidate == candidate) return &*it;
+    if (it->candidate == candidate && it->group == group) return &*it;
   }
   return nullptr;
 }
@@ -94,12 +103,13 @@ absl::StatusOr<RolloutDecision> RolloutLedger::Record(const RolloutDecision& dec
                  decisions.status().message());
       decisions.emplace();
     }
-    if (const RolloutDecision* standing = FindIn(*decisions, decision.candidate);
+    if (const RolloutDecision* standing = FindIn(*decisions, decision.candidate, decision.group);
         standing != nullptr && !overrule) {
       return *standing;
     }
-    std::erase_if(*decisions,
-                  [&](const RolloutDecision& d) { return d.candidate == decision.candidate; });
+    std::erase_if(*decisions, [&](const RolloutDecision& d) {
+      return d.candidate == decision.candidate && d.group == decision.group;
+    });
     decisions->push_back(decision);
     if (decisions->size() > kKept) decisions->erase(decisions->begin());
     absl::StatusOr<std::string> written = document_->Replace(Serialize(*decisions), read->revision);
@@ -111,7 +121,8 @@ absl::StatusOr<RolloutDecision> RolloutLedger::Record(const RolloutDecision& dec
                                          " conflicting writes in a row; last: ", last.message()));
 }
 
-absl::StatusOr<std::optional<RolloutDecision>> RolloutLedger::Find(absl::string_view candidate) {
+absl::StatusOr<std::optional<RolloutDecision>> RolloutLedger::Find(absl::string_view candidate,
+                                                                   absl::string_view group) {
   absl::StatusOr<DocumentVersion> read = document_->Read();
   if (!read.ok()) return read.status();
   absl::StatusOr<std::vector<RolloutDecision>> decisions = Parse(read->text);
@@ -119,7 +130,7 @@ absl::StatusOr<std::optional<RolloutDecision>> RolloutLedger::Find(absl::string_
     return absl::DataLossError(
         absl::StrCat(Describe(), ": unreadable decisions: ", decisions.status().message()));
   }
-  const RolloutDecision* found = FindIn(*decisions, candidate);
+  const RolloutDecision* found = FindIn(*decisions, candidate, group);
   if (found == nullptr) return std::nullopt;
   return *found;
 }

@@ -23,14 +23,15 @@ void ProxyState::SetNode(const envoy::config::core::v3::Node& node, std::string 
   view_.node = std::move(kept);
 }
 
-void ProxyState::SetCanary() {
+void ProxyState::SetCanary(std::string rollout) {
   absl::MutexLock lock(&mu_);
   view_.canary = true;
+  view_.rollout = std::move(rollout);
 }
 
-bool ProxyState::canary() const {
+bool ProxyState::IsCanaryOf(absl::string_view rollout) const {
   absl::MutexLock lock(&mu_);
-  return view_.canary;
+  return view_.canary && view_.rollout == rollout;
 }
 
 void ProxyState::SetIdentity(std::string identity) {
@@ -144,10 +145,10 @@ std::vector<ProxyView> ProxyRegistry::List() const {
   return views;
 }
 
-std::vector<ProxyView> ProxyRegistry::Canaries() const {
+std::vector<ProxyView> ProxyRegistry::Canaries(absl::string_view rollout) const {
   std::vector<ProxyView> views;
   for (const auto& proxy : Proxies()) {
-    if (proxy->canary()) views.push_back(proxy->View());
+    if (proxy->IsCanaryOf(rollout)) views.push_back(proxy->View());
   }
   return views;
 }

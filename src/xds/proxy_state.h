@@ -73,6 +73,7 @@ struct ProxyView {
   std::string peer;
   std::string stream_kind;  // "ads-sotw", "ads-delta", "lds-sotw", ...
   bool canary = false;      // gets a staged rollout's new snapshot first
+  std::string rollout;      // a canary's rollout: its group's, "" for the fallback
   absl::Time connected_since;
   std::map<std::string, TypeProgress> types;
 };
@@ -94,8 +95,9 @@ class ProxyState {
 
   void SetNode(const envoy::config::core::v3::Node& node, std::string group);
   void SetIdentity(std::string identity);
-  void SetCanary();
-  bool canary() const;
+  // A canary of staged rollout `rollout` (RolloutPolicies::RolloutOf).
+  void SetCanary(std::string rollout = "");
+  bool IsCanaryOf(absl::string_view rollout) const;
   void RecordSent(const std::string& type_url, const std::string& version, HeldView view,
                   absl::Time at);
   void RecordAck(const std::string& type_url, const std::string& version, HeldView view,
@@ -129,8 +131,8 @@ class ProxyRegistry {
   void Add(std::shared_ptr<ProxyState> proxy, uint64_t stream_id);
   void Remove(uint64_t stream_id);
   std::vector<ProxyView> List() const;
-  // The canaries of a staged rollout only (copying no other view).
-  std::vector<ProxyView> Canaries() const;
+  // The canaries of staged rollout `rollout` only (copying no other view).
+  std::vector<ProxyView> Canaries(absl::string_view rollout = "") const;
   size_t size() const;
   // How many proxies stand where (for metrics: no view is copied).
   std::map<ProxySync, size_t> CountBySync() const;

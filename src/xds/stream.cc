@@ -127,9 +127,10 @@ void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
   // A canary stays in its group (metrics, pages) but watches what the
   // rollout offers canaries.
   std::string watched = group;
-  if (context_.is_canary && context_.is_canary(node)) {
-    proxy_->SetCanary();
-    watched = std::string(kCanaryGroup);
+  if (std::optional<std::string> rollout =
+          context_.canary_of ? context_.canary_of(node, group) : std::nullopt) {
+    watched = CanaryKey(*rollout);
+    proxy_->SetCanary(*std::move(rollout));
   }
   LogDebug("xds stream %d: node %s joined group %s%s", id_, node.id(), group,
            watched == group ? "" : " as a canary");

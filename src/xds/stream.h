@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "grpcpp/generic/async_generic_service.h"
@@ -55,13 +56,21 @@ struct StreamContext {
   std::atomic<int64_t>* open_streams = nullptr;
   // Binds node.id to the client certificate (nullptr: not checked).
   const ClientIdentityPolicy* identity = nullptr;
-  // With a staged rollout: whether a node is a canary. Canaries watch
-  // kCanaryGroup in the cache instead of their group (empty: no rollout).
-  std::function<bool(const envoy::config::core::v3::Node&)> is_canary;
+  // With a staged rollout: which rollout a node of `group` is a canary of
+  // (RolloutPolicies::RolloutOf), or nullopt when it is not a canary.
+  // Canaries watch CanaryKey(rollout) in the cache instead of their group
+  // (unset: no rollout).
+  std::function<std::optional<std::string>(const envoy::config::core::v3::Node&,
+                                           const std::string& group)>
+      canary_of;
 };
 
-// The cache key canaries watch during a staged rollout (src/rollout).
+// The cache key canaries watch during a staged rollout (src/rollout): of
+// the rollout for groups without their own, and of group ROLLOUT's own.
 inline constexpr absl::string_view kCanaryGroup = "holdfast:canary";
+inline std::string CanaryKey(absl::string_view rollout) {
+  return rollout.empty() ? std::string(kCanaryGroup) : absl::StrCat(kCanaryGroup, ":", rollout);
+}
 
 using ProtocolFactory = std::unique_ptr<StreamProtocol> (*)(std::string fixed_type_url,
                                                             ProxyState* proxy,

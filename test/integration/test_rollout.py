@@ -177,3 +177,67 @@ def test_a_canary_that_does_not_ack_holds_the_rollout_after_the_timeout(gateway_
         other.wait_serving("alpha", since=other.mark(), timeout=CONVERGE_TIMEOUT)
     finally:
         canary.proc.proc.send_signal(signal.SIGCONT)
+
+
+def test_a_node_group_with_a_rollout_of_its_own_rolls_out_and_holds_alone(gateway_world):
+    """--node-group metadata:tier with --rollout-group edge:...: the edge
+    group's canary gets a change first and the rest of edge after the bake
+    (or the operator's promote --group edge); the other groups, whose
+    rollout has no canaries, get each change at once; a change edge's canary
+    rejects holds edge alone, and the Upstream's status names the group."""
+    w = gateway_world
+    w.config.write("upstreams.yaml", upstream("alpha", w.alpha.port))
+    w.config.write("echo.yaml", virtual_service("echo", [route({"prefix": "/"}, upstream="alpha")]))
+    w.holdfast.start(extra_args=["--node-group", "metadata:tier", "--rollout-group",
+                                 "edge:canary-metadata=canary=yes,bake=1h,ack-timeout=1h"])
+    w.holdfast.wait_ready()
+    holdfast = w.holdfast
+    admin = f"127.0.0.1:{holdfast.admin.port}"
+    edge_canary = w.client("cpp", node_metadata={"tier": "edge", "canary": "yes"})
+    edge_other = w.client("go", node_metadata={"tier": "edge"})
+    core = w.client("node" if w.binaries.node else "cpp", node_metadata={"tier": "core"})
+    for client in (edge_canary, edge_other, core):
+        client.wait_serving("alpha", timeout=START_TIMEOUT)
+    page = rollout(holdfast)
+    assert page["policy"]["canary_metadata"] == "", page  # no canaries outside edge
+    assert page["groups"]["edge"]["policy"]["canary_metadata"] == "canary=yes", page
+    assert holdfast.admin.proxy(edge_canary.node_id)["canary"] is True
+    assert holdfast.admin.proxy(core.node_id)["canary"] is False
+
+    # A good change: core at once; edge's canary first, the rest of edge
+    # only once the operator promotes edge's rollout (the bake is an hour).
+    w.config.write("upstreams.yaml", upstream("alpha", w.beta.port))
+    core.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
+    edge_canary.wait_serving("beta", timeout=CONVERGE_TIMEOUT)
+    wait_for(lambda: rollout(holdfast)["groups"]["edge"], lambda r: r["stage"] == "baking",
+             timeout=CONVERGE_TIMEOUT, what="edge's rollout baking")
+    edge_other.wait_serving("alpha", since=edge_other.mark(), timeout=CONVERGE_TIMEOUT)
+    promoted = holdfast_cli("rollout", "promote", "--group", "edge", "--admin", admin)
+    assert promoted.returncode == 0, (promoted.stdout, promoted.stderr)
+    edge_other.wait_serving("beta", since=edge_other.mark(), timeout=CONVERGE_TIMEOUT)
+
+    # A change edge's canary rejects holds edge alone.
+    before = holdfast.admin.proxy(edge_other.node_id)["types"][CDS]["acked_version"]
+    bad = upstream("alpha", w.beta.port)
+    bad["spec"]["loadBalancing"] = "Random"  # valid for Envoy, NACKed by proxyless gRPC
+    w.config.write("upstreams.yaml", bad)
+    held = wait_for(lambda: rollout(holdfast)["groups"]["edge"], lambda r: r["stage"] == "held",
+                    timeout=CONVERGE_TIMEOUT, what="edge's rollout held by its canary's NACK")
+    assert edge_canary.node_id in held["reason"], held
+    assert held["held_objects"] == ["Upstream test/alpha"], held
+    assert rollout(holdfast)["stage"] == "idle", "the other groups' rollout is not held"
+    alpha = wait_status(holdfast.admin, "Upstream", "alpha", lambda s: s["status"] == "Rejected",
+                        what="Rejected by edge's hold", timeout=CONVERGE_TIMEOUT)
+    message = " ".join(r["message"] for r in alpha["reasons"])
+    assert "node group edge: 1 of 1 canaries rejected" in message, alpha
+    cds = holdfast.admin.proxy(edge_other.node_id)["types"][CDS]
+    assert cds["last_sent_version"] == before and cds["nack"] is None, cds
+    status = holdfast_cli("rollout", "status", "--admin", admin)
+    assert status.returncode == 1, "held: exit 1"
+    assert "node group edge:" in status.stdout and "stage      held" in status.stdout, status.stdout
+    only_edge = holdfast_cli("rollout", "status", "--group", "edge", "--admin", admin)
+    assert only_edge.returncode == 1 and "node groups without" not in only_edge.stdout, \
+        only_edge.stdout
+    nowhere = holdfast_cli("rollout", "status", "--group", "nowhere", "--admin", admin)
+    assert nowhere.returncode == 2 and \
+        "node group nowhere has no rollout of its own" in nowhere.stderr, nowhere

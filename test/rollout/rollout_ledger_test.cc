@@ -116,11 +116,12 @@ TEST(RolloutLedgerTest, AnUnreachableStoreFailsBothWays) {
 // A canary proxy of one replica, answering what it is sent.
 class Canary {
  public:
-  Canary(uint64_t id, const Clock& clock, ProxyRegistry* registry)
+  // A canary of rollout `rollout` ("": of groups without their own).
+  Canary(uint64_t id, const Clock& clock, ProxyRegistry* registry, std::string rollout = "")
       : stats_(&metrics_),
         proxy_(std::make_shared<ProxyState>(id, "ads-sotw", "peer", absl::UnixEpoch())),
         session_("", clock, proxy_.get(), &stats_, &views_) {
-    proxy_->SetCanary();
+    proxy_->SetCanary(std::move(rollout));
     registry->Add(proxy_, id);
   }
   // Sends `snapshot` and gets the proxy's answer: an ACK, or a NACK with
@@ -362,6 +363,80 @@ TEST_F(SharedRolloutTest, AnOperatorsDecisionMadeWhileTheStoreIsDownIsSharedWhen
   a.controller.Check();
   EXPECT_EQ(a.Stage(), "idle");
   EXPECT_EQ(a.Everyone(), v2_->version());
+}
+
+// The rollouts of node groups with policies of their own, beside the one
+// of every other group, on one replica's caches and one ledger.
+TEST(GroupRolloutTest, EachGroupWithAPolicyOfItsOwnRollsOutAlone) {
+  SimulatedClock clock;
+  InMemorySharedDocument doc;
+  MetricsRegistry metrics;
+  ProxyRegistry proxies;
+  SnapshotCache staged, serving;
+  auto controller = [&](std::string group, RolloutPolicy policy) {
+    return std::make_unique<RolloutController>(
+        RolloutController::Options{.policy = policy,
+                                   .group = std::move(group),
+                                   .check_interval = absl::Hours(1),  // checked by hand
+                                   .shared = &doc,
+                                   .replica_id = "a"},
+        &staged, &serving, &proxies, clock, &metrics);
+  };
+  const RolloutPolicy canaries_by_metadata{
+      .metadata_key = "canary", .metadata_value = "yes", .bake = absl::Seconds(60)};
+  auto rest = controller("", canaries_by_metadata);
+  auto edge = controller("edge", {.metadata_key = "canary",
+                                  .metadata_value = "yes",
+                                  .bake = absl::Seconds(10),
+                                  .ack_timeout = absl::Seconds(30)});
+  auto internal = controller("internal", {});  // off: no canaries
+  StatusMap edge_held;
+  edge->OnHeldStatuses([&](StatusMap statuses) { edge_held = std::move(statuses); });
+  for (auto* c : {rest.get(), edge.get(), internal.get()}) c->Start();
+  Canary rest_canary(1, clock, &proxies), edge_canary(2, clock, &proxies, "edge");
+  auto seen = [&](const std::string& key) { return serving.Current(key).snapshot->version(); };
+
+  const SnapshotPtr v1 = Version(1), v2 = Version(2);
+  staged.Set(staged.default_group(), v1);
+  rest_canary.Take(v1);
+  edge_canary.Take(v1);
+  staged.Set(staged.default_group(), v2);
+  EXPECT_EQ(seen("default"), v1->version());
+  EXPECT_EQ(seen("edge"), v1->version()) << "edge has a stable snapshot of its own";
+  EXPECT_EQ(seen(CanaryKey("")), v2->version());
+  EXPECT_EQ(seen(CanaryKey("edge")), v2->version());
+  EXPECT_EQ(seen("internal"), v2->version()) << "a group without canaries gets it at once";
+  EXPECT_EQ(seen("other"), v1->version()) << "other groups follow the default group";
+
+  rest_canary.Take(v2);
+  edge_canary.Take(v2, "rejected by edge");
+  rest->Check();
+  edge->Check();
+  EXPECT_EQ(edge->ToJson()["stage"], "held");
+  EXPECT_EQ(rest->ToJson()["stage"], "baking") << "edge's hold is edge's alone";
+  EXPECT_EQ(seen(CanaryKey("edge")), v1->version()) << "edge's canaries went back";
+  EXPECT_EQ(edge->ToJson()["held_objects"], nlohmann::json::array({"Upstream ns/a"}));
+  ASSERT_EQ(edge_held.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(edge_held.begin()->second.reasons.at(0).message,
+                                "node group edge: 1 of 1 canaries rejected"))
+      << edge_held.begin()->second.reasons.at(0).message;
+
+  clock.Advance(absl::Seconds(60));
+  rest->Check();
+  edge->Check();
+  EXPECT_EQ(rest->ToJson()["stage"], "idle");
+  EXPECT_EQ(seen("default"), v2->version()) << "promoted for every group without its own";
+  EXPECT_EQ(seen("edge"), v1->version()) << "still held for edge";
+  // One ledger, a decision per rollout about the same candidate.
+  RolloutLedger ledger(&doc);
+  absl::StatusOr<std::optional<RolloutDecision>> rest_decision = ledger.Find(v2->version(), "");
+  absl::StatusOr<std::optional<RolloutDecision>> edge_decision = ledger.Find(v2->version(), "edge");
+  ASSERT_TRUE(rest_decision.ok() && rest_decision->has_value());
+  ASSERT_TRUE(edge_decision.ok() && edge_decision->has_value());
+  EXPECT_EQ((*rest_decision)->action, Action::kPromote);
+  EXPECT_EQ((*edge_decision)->action, Action::kHold);
+  EXPECT_EQ((*edge_decision)->group, "edge");
+  for (auto* c : {rest.get(), edge.get(), internal.get()}) c->Stop();
 }
 
 }  // namespace
