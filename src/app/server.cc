@@ -120,18 +120,19 @@ void Server::StartRollouts(const RolloutPolicies& policies) {
       [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
   std::vector<std::pair<std::string, RolloutPolicy>> all = {{"", policies.fallback}};
   all.insert(all.end(), policies.groups.begin(), policies.groups.end());
-  for (const auto& [group, policy] : all) {
+  for (const auto& [name, policy] : all) {
     // Started after the source, whose store the replicas share decisions
     // through; each takes what was staged meanwhile as its first offer.
     auto controller = std::make_unique<RolloutController>(
         RolloutController::Options{.policy = policy,
-                                   .group = group,
+                                   .group = name,
                                    .state_dir = options_.state_dir,
                                    .shared = source_->rollout_document(),
                                    .replica_id = source_->replica_id()},
         &staged_, &cache_, &proxies_, clock_, &metrics_);
-    controller->OnHeldStatuses(
-        [held = held_.get(), group](StatusMap statuses) { held->Set(group, std::move(statuses)); });
+    controller->OnHeldStatuses([held = held_.get(), group = name](StatusMap statuses) {
+      held->Set(group, std::move(statuses));
+    });
     controller->Start();
     rollouts_.push_back(std::move(controller));
   }
