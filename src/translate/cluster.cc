@@ -91,6 +91,68 @@ void AddHttp2(Cluster* cluster) {
           .PackFrom(options);
 }
 
+void SetLoadBalancing(LoadBalancing policy, Cluster* cluster, ObjectStatus* status) {
+  switch (policy) {
+    case LoadBalancing::kRoundRobin:
+      cluster->set_lb_policy(Cluster::ROUND_ROBIN);
+      break;
+    case LoadBalancing::kLeastRequest:
+      cluster->set_lb_policy(Cluster::LEAST_REQUEST);
+      status->Warn("spec.loadBalancing", "LeastRequest is not supported by proxyless gRPC clients");
+      break;
+    case LoadBalancing::kRandom:
+      cluster->set_lb_policy(Cluster::RANDOM);
+      status->Warn("spec.loadBalancing", "Random is not supported by proxyless gRPC clients");
+      break;
+    case LoadBalancing::kRingHash:
+      cluster->set_lb_policy(Cluster::RING_HASH);
+      break;
+  }
+}
+
+void AddUpstreamTls(const UpstreamTls& spec, Cluster* cluster, ObjectStatus* status) {
+  envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
+  tls.set_sni(spec.sni);
+  if (spec.ca_file.empty()) {
+    status->Warn("spec.tls.caFile", "not set: the upstream's certificate is not verified");
+  } else {
+    tls.mutable_common_tls_context()
+        ->mutable_validation_context()
+        ->mutable_trusted_ca()
+        ->set_filename(spec.ca_file);
+  }
+  auto* socket = cluster->mutable_transport_socket();
+  socket->set_name("envoy.transport_sockets.tls");
+  socket->mutable_typed_config()->PackFrom(tls);
+}
+
+void AddCircuitBreakers(const CircuitBreakers& cb, Cluster* cluster) {
+  auto* thresholds = cluster->mutable_circuit_breakers()->add_thresholds();
+  if (cb.max_connections) thresholds->mutable_max_connections()->set_value(*cb.max_connections);
+  if (cb.max_pending_requests) {
+    thresholds->mutable_max_pending_requests()->set_value(*cb.max_pending_requests);
+  }
+  if (cb.max_requests) thresholds->mutable_max_requests()->set_value(*cb.max_requests);
+  if (cb.max_retries) thresholds->mutable_max_retries()->set_value(*cb.max_retries);
+}
+
+void AddHealthCheck(const HealthCheck& hc, Cluster* cluster) {
+  auto* check = cluster->add_health_checks();
+  SetDuration(hc.interval, check->mutable_interval());
+  SetDuration(hc.timeout, check->mutable_timeout());
+  check->mutable_healthy_threshold()->set_value(hc.healthy_threshold);
+  check->mutable_unhealthy_threshold()->set_value(hc.unhealthy_threshold);
+  check->mutable_http_health_check()->set_path(hc.path);
+}
+
+void AddOutlierDetection(const OutlierDetection& od, Cluster* cluster) {
+  auto* outlier = cluster->mutable_outlier_detection();
+  outlier->mutable_consecutive_5xx()->set_value(od.consecutive_5xx);
+  SetDuration(od.interval, outlier->mutable_interval());
+  SetDuration(od.base_ejection_time, outlier->mutable_base_ejection_time());
+  outlier->mutable_max_ejection_percent()->set_value(od.max_ejection_percent);
+}
+
 }  // namespace
 
 std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectStatus* status,
@@ -103,23 +165,7 @@ std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectSt
   Cluster cluster;
   cluster.set_name(name);
   SetDuration(spec.connect_timeout, cluster.mutable_connect_timeout());
-  switch (spec.load_balancing) {
-    case LoadBalancing::kRoundRobin:
-      cluster.set_lb_policy(Cluster::ROUND_ROBIN);
-      break;
-    case LoadBalancing::kLeastRequest:
-      cluster.set_lb_policy(Cluster::LEAST_REQUEST);
-      status->Warn("spec.loadBalancing", "LeastRequest is not supported by proxyless gRPC clients");
-      break;
-    case LoadBalancing::kRandom:
-      cluster.set_lb_policy(Cluster::RANDOM);
-      status->Warn("spec.loadBalancing", "Random is not supported by proxyless gRPC clients");
-      break;
-    case LoadBalancing::kRingHash:
-      cluster.set_lb_policy(Cluster::RING_HASH);
-      break;
-  }
-
+  SetLoadBalancing(spec.load_balancing, &cluster, status);
   const bool eds = spec.service.has_value() || AllIpAddresses(spec.hosts);
   if (eds) {
     AddEdsConfig(&cluster);
@@ -135,48 +181,10 @@ std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectSt
   if (spec.http2.value_or(port != nullptr && AppProtocolIsHttp2(port->app_protocol))) {
     AddHttp2(&cluster);
   }
-  if (spec.tls.has_value()) {
-    envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
-    tls.set_sni(spec.tls->sni);
-    if (spec.tls->ca_file.empty()) {
-      status->Warn("spec.tls.caFile", "not set: the upstream's certificate is not verified");
-    } else {
-      tls.mutable_common_tls_context()
-          ->mutable_validation_context()
-          ->mutable_trusted_ca()
-          ->set_filename(spec.tls->ca_file);
-    }
-    auto* socket = cluster.mutable_transport_socket();
-    socket->set_name("envoy.transport_sockets.tls");
-    socket->mutable_typed_config()->PackFrom(tls);
-  }
-  if (spec.circuit_breakers.has_value()) {
-    auto* thresholds = cluster.mutable_circuit_breakers()->add_thresholds();
-    const CircuitBreakers& cb = *spec.circuit_breakers;
-    if (cb.max_connections) thresholds->mutable_max_connections()->set_value(*cb.max_connections);
-    if (cb.max_pending_requests) {
-      thresholds->mutable_max_pending_requests()->set_value(*cb.max_pending_requests);
-    }
-    if (cb.max_requests) thresholds->mutable_max_requests()->set_value(*cb.max_requests);
-    if (cb.max_retries) thresholds->mutable_max_retries()->set_value(*cb.max_retries);
-  }
-  if (spec.health_check.has_value()) {
-    const HealthCheck& hc = *spec.health_check;
-    auto* check = cluster.add_health_checks();
-    SetDuration(hc.interval, check->mutable_interval());
-    SetDuration(hc.timeout, check->mutable_timeout());
-    check->mutable_healthy_threshold()->set_value(hc.healthy_threshold);
-    check->mutable_unhealthy_threshold()->set_value(hc.unhealthy_threshold);
-    check->mutable_http_health_check()->set_path(hc.path);
-  }
-  if (spec.outlier_detection.has_value()) {
-    const OutlierDetection& od = *spec.outlier_detection;
-    auto* outlier = cluster.mutable_outlier_detection();
-    outlier->mutable_consecutive_5xx()->set_value(od.consecutive_5xx);
-    SetDuration(od.interval, outlier->mutable_interval());
-    SetDuration(od.base_ejection_time, outlier->mutable_base_ejection_time());
-    outlier->mutable_max_ejection_percent()->set_value(od.max_ejection_percent);
-  }
+  if (spec.tls) AddUpstreamTls(*spec.tls, &cluster, status);
+  if (spec.circuit_breakers) AddCircuitBreakers(*spec.circuit_breakers, &cluster);
+  if (spec.health_check) AddHealthCheck(*spec.health_check, &cluster);
+  if (spec.outlier_detection) AddOutlierDetection(*spec.outlier_detection, &cluster);
 
   std::vector<ResourcePtr> out;
   out.push_back(Resource::FromMessage(name, cluster));

@@ -5,9 +5,11 @@
 #include <set>
 #include <vector>
 
+#include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "src/snapshot/snapshot.h"
@@ -156,6 +158,47 @@ TEST(TranslatorTest, ExampleCheckCatchesAnObjectThatIsNoLongerAccepted) {
                                         {{"VirtualService shop/conflict", StatusState::kWarning},
                                          {"Upstream default/x", StatusState::kRejected}}}),
                           "VirtualService shop/broken");
+}
+
+TEST(TranslatorTest, EveryUpstreamFieldReachesItsCluster) {
+  auto text =
+      ReadWholeFile(std::string(HOLDFAST_SOURCE_DIR) + "/test/fixtures/gateway/everything.yaml");
+  ASSERT_TRUE(text.ok()) << text.status();
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(*text));
+  const Resource* resource = Find(out, type_url::kCluster, "fx/full");
+  ASSERT_NE(resource, nullptr);
+  const auto& cluster = As<envoy::config::cluster::v3::Cluster>(resource);
+  EXPECT_EQ(cluster.connect_timeout().nanos(), 250'000'000);
+  EXPECT_EQ(cluster.lb_policy(), envoy::config::cluster::v3::Cluster::RING_HASH);
+  EXPECT_TRUE(cluster.has_eds_cluster_config()) << "IP hosts: endpoints over EDS";
+  EXPECT_EQ(cluster.typed_extension_protocol_options().count(
+                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"),
+            1u)
+      << "http2";
+  envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
+  ASSERT_TRUE(cluster.transport_socket().typed_config().UnpackTo(&tls));
+  EXPECT_EQ(tls.sni(), "api.internal");
+  EXPECT_EQ(tls.common_tls_context().validation_context().trusted_ca().filename(),
+            "/etc/ssl/certs/ca-certificates.crt");
+  ASSERT_EQ(cluster.circuit_breakers().thresholds_size(), 1);
+  const auto& thresholds = cluster.circuit_breakers().thresholds(0);
+  EXPECT_EQ(thresholds.max_connections().value(), 10u);
+  EXPECT_EQ(thresholds.max_pending_requests().value(), 20u);
+  EXPECT_EQ(thresholds.max_requests().value(), 30u);
+  EXPECT_EQ(thresholds.max_retries().value(), 4u);
+  ASSERT_EQ(cluster.health_checks_size(), 1);
+  const auto& check = cluster.health_checks(0);
+  EXPECT_EQ(check.interval().seconds(), 3);
+  EXPECT_EQ(check.timeout().seconds(), 1);
+  EXPECT_EQ(check.healthy_threshold().value(), 1u);
+  EXPECT_EQ(check.unhealthy_threshold().value(), 2u);
+  EXPECT_EQ(check.http_health_check().path(), "/health");
+  const auto& outlier = cluster.outlier_detection();
+  EXPECT_EQ(outlier.consecutive_5xx().value(), 3u);
+  EXPECT_EQ(outlier.interval().seconds(), 5);
+  EXPECT_EQ(outlier.base_ejection_time().seconds(), 15);
+  EXPECT_EQ(outlier.max_ejection_percent().value(), 50u);
 }
 
 TEST(TranslatorTest, GatewayAndGrpcResources) {
