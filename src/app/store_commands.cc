@@ -84,99 +84,118 @@ void PrintReasons(const ObjectKey& key, const ObjectStatus& status) {
   }
 }
 
-}  // namespace
-
-int RunApply(const ApplyOptions& options) {
-  absl::StatusOr<std::unique_ptr<EtcdClient>> client = ConnectEtcd(options.etcd);
-  if (!client.ok()) {
-    std::cerr << client.status().message() << "\n";
-    return 2;
-  }
-  absl::StatusOr<std::vector<std::string>> files = ExpandPaths(options.files);
-  if (!files.ok()) {
-    std::cerr << files.status().message() << "\n";
-    return 2;
-  }
-
-  // The batch, decoded as `validate` decodes files.
+// The files of one `apply`, decoded as `validate` decodes files.
+struct Batch {
   std::map<std::string, DecodedFile> decoded;
   std::vector<Document> documents;
-  for (const std::string& file : *files) {
-    absl::StatusOr<std::string> contents = ReadWholeFile(file);
-    if (!contents.ok()) {
-      std::cerr << contents.status().message() << "\n";
-      return 2;
-    }
-    decoded[file] = DecodeObjects(*contents, file);
-    if (decoded[file].syntax_error) continue;
-    absl::StatusOr<std::vector<Document>> split = SplitDocuments(*contents, decoded[file]);
-    if (!split.ok()) {
-      std::cerr << split.status().message() << "\n";
-      return 2;
-    }
-    for (Document& d : *split) documents.push_back(std::move(d));
-  }
-  StatusMap batch_statuses;
-  TranslationInput batch = AssembleInput(decoded, {}, &batch_statuses);
+  StatusMap statuses;  // of the files themselves
+  TranslationInput input;
 
-  // Translated together with what the store holds, so conflicts with stored
-  // objects are found here rather than by the replicas.
-  const std::string config_prefix = options.etcd.prefix + "/config/";
-  absl::StatusOr<RangeResult> stored = (*client)->GetPrefix(config_prefix);
-  if (!stored.ok()) {
-    std::cerr << stored.status().message() << "\n";
-    return 2;
+  bool Contains(const ObjectKey& key) const {
+    return input.objects.contains(key) || input.invalid.contains(key) || statuses.contains(key);
   }
+};
+
+absl::StatusOr<Batch> ReadBatch(const std::vector<std::string>& files) {
+  Batch batch;
+  for (const std::string& file : files) {
+    absl::StatusOr<std::string> contents = ReadWholeFile(file);
+    if (!contents.ok()) return contents.status();
+    DecodedFile& decoded = batch.decoded[file] = DecodeObjects(*contents, file);
+    if (decoded.syntax_error) continue;
+    absl::StatusOr<std::vector<Document>> split = SplitDocuments(*contents, decoded);
+    if (!split.ok()) return split.status();
+    for (Document& d : *split) batch.documents.push_back(std::move(d));
+  }
+  batch.input = AssembleInput(batch.decoded, {}, &batch.statuses);
+  return batch;
+}
+
+// The statuses of the batch translated together with what the store holds,
+// so conflicts with stored objects are found here rather than by the
+// replicas.
+absl::StatusOr<StatusMap> CheckWithStored(EtcdClient& client, const std::string& config_prefix,
+                                          const Batch& batch) {
+  absl::StatusOr<RangeResult> stored = client.GetPrefix(config_prefix);
+  if (!stored.ok()) return stored.status();
   TranslationInput input;
   StatusMap ignored;
   for (const KeyValue& kv : stored->kvs) {
     EtcdConfigSource::AddStored(config_prefix, kv.key, DecodeObjects(kv.value, kv.key), &input,
                                 &ignored);
   }
-  for (auto& [key, object] : batch.objects) {
+  for (const auto& [key, object] : batch.input.objects) {
     input.invalid.erase(key);
     input.objects.insert_or_assign(key, object);
   }
-  for (auto& [key, errors] : batch.invalid) {
+  for (const auto& [key, errors] : batch.input.invalid) {
     input.objects.erase(key);
     input.invalid[key] = errors;
   }
   Translator translator;
-  StatusMap statuses = MergeStatuses(translator.Translate(input).statuses, batch_statuses);
+  return MergeStatuses(translator.Translate(input).statuses, batch.statuses);
+}
 
+// The batch's objects that are refused, every reason of the batch's
+// objects printed.
+std::set<ObjectKey> Refused(const StatusMap& statuses, const Batch& batch) {
   std::set<ObjectKey> refused;
   for (const auto& [key, status] : statuses) {
-    bool in_batch =
-        batch.objects.contains(key) || batch.invalid.contains(key) || batch_statuses.contains(key);
-    if (!in_batch) continue;
+    if (!batch.Contains(key)) continue;
     if (status.state == StatusState::kRejected) refused.insert(key);
     if (status.state != StatusState::kAccepted) PrintReasons(key, status);
   }
-  if (!refused.empty() && !options.partial) {
-    std::fprintf(stderr,
-                 "%zu of %zu objects invalid; nothing written (--partial writes the rest)\n",
-                 refused.size(), documents.size() + batch.invalid.size());
-    return 1;
-  }
+  return refused;
+}
 
+// Writes the batch's objects not refused, kObjectsPerTxn per transaction;
+// how many.
+absl::StatusOr<size_t> Write(EtcdClient& client, const std::string& prefix, const Batch& batch,
+                             const std::set<ObjectKey>& refused) {
   std::vector<const Document*> writes;
-  for (const Document& d : documents) {
-    if (!refused.contains(d.key) && batch.objects.contains(d.key)) writes.push_back(&d);
+  for (const Document& d : batch.documents) {
+    if (!refused.contains(d.key) && batch.input.objects.contains(d.key)) writes.push_back(&d);
   }
   for (size_t begin = 0; begin < writes.size(); begin += kObjectsPerTxn) {
     etcdserverpb::TxnRequest txn;
     for (size_t i = begin; i < writes.size() && i < begin + kObjectsPerTxn; ++i) {
       etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-      put->set_key(ObjectStoreKey(options.etcd.prefix, "config", writes[i]->key));
+      put->set_key(ObjectStoreKey(prefix, "config", writes[i]->key));
       put->set_value(writes[i]->text);
     }
-    absl::StatusOr<etcdserverpb::TxnResponse> response = (*client)->Txn(txn);
-    if (!response.ok()) {
-      std::cerr << response.status().message() << "\n";
-      return 2;
-    }
+    absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
+    if (!response.ok()) return response.status();
   }
-  std::printf("applied %zu objects\n", writes.size());
+  return writes.size();
+}
+
+int Failed(const absl::Status& status) {
+  std::cerr << status.message() << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int RunApply(const ApplyOptions& options) {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = ConnectEtcd(options.etcd);
+  if (!client.ok()) return Failed(client.status());
+  absl::StatusOr<std::vector<std::string>> files = ExpandPaths(options.files);
+  if (!files.ok()) return Failed(files.status());
+  absl::StatusOr<Batch> batch = ReadBatch(*files);
+  if (!batch.ok()) return Failed(batch.status());
+  absl::StatusOr<StatusMap> statuses =
+      CheckWithStored(**client, options.etcd.prefix + "/config/", *batch);
+  if (!statuses.ok()) return Failed(statuses.status());
+  const std::set<ObjectKey> refused = Refused(*statuses, *batch);
+  if (!refused.empty() && !options.partial) {
+    std::fprintf(stderr,
+                 "%zu of %zu objects invalid; nothing written (--partial writes the rest)\n",
+                 refused.size(), batch->documents.size() + batch->input.invalid.size());
+    return 1;
+  }
+  absl::StatusOr<size_t> written = Write(**client, options.etcd.prefix, *batch, refused);
+  if (!written.ok()) return Failed(written.status());
+  std::printf("applied %zu objects\n", *written);
   return refused.empty() ? 0 : 1;
 }
 
