@@ -49,13 +49,13 @@ EtcdConfigSource::~EtcdConfigSource() {
 
 void EtcdConfigSource::Start() {
   watcher_ = std::thread([this] { WatchLoop(); });
-  applier_ = std::thread([this] { ApplyLoop(); });
+  applier_.Start(absl::Milliseconds(200), [this] { ApplyIfChanged(); });
 }
 
 void EtcdConfigSource::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (watcher_.joinable()) watcher_.join();
-  if (applier_.joinable()) applier_.join();
+  applier_.Stop();
 }
 
 SourceHealth EtcdConfigSource::health() const {
@@ -121,6 +121,7 @@ void EtcdConfigSource::WatchLoop() {
       for (const KeyValue& kv : listing->kvs) docs_[kv.key] = Doc{kv.value, kv.mod_revision};
       docs_revision_ = revision;
       dirty_ = true;
+      applier_.Wake();
     }
 
     while (!stop_.HasBeenNotified()) {
@@ -151,6 +152,7 @@ void EtcdConfigSource::WatchLoop() {
             } else {
               docs_revision_ = revision;
               dirty_ = true;
+              applier_.Wake();
             }
           },
           &stop_, /*compacted_revision=*/nullptr);
@@ -168,43 +170,38 @@ void EtcdConfigSource::WatchLoop() {
 void EtcdConfigSource::SetStatusOverlay(StatusMap overlay) {
   pipeline_.SetOverlay(std::move(overlay));
   absl::MutexLock lock(&mu_);
-  dirty_ = true;  // translate again: the apply loop reports statuses
+  dirty_ = true;  // translate again: the apply step reports statuses
+  applier_.Wake();
 }
 
-void EtcdConfigSource::ApplyLoop() {
-  while (!stop_.HasBeenNotified()) {
-    std::map<std::string, Doc> docs;
-    int64_t revision;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return dirty_ || stop_.HasBeenNotified();
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(200));
-      if (!dirty_) continue;
-      docs = docs_;
-      revision = docs_revision_;
-      dirty_ = false;
-    }
-    TranslationInput input;
-    StatusMap key_statuses;
-    std::map<std::string, std::pair<int64_t, DecodedFile>> decoded;
-    for (const auto& [key, doc] : docs) {
-      auto cached = decoded_.find(key);
-      if (cached != decoded_.end() && cached->second.first == doc.mod_revision) {
-        decoded.emplace(key, std::move(cached->second));
-      } else {
-        decoded.emplace(key, std::pair{doc.mod_revision, DecodeObjects(doc.value, key)});
-      }
-      AddStored(config_prefix_, key, decoded.at(key).second, &input, &key_statuses);
-    }
-    decoded_ = std::move(decoded);
-    (void)pipeline_.Apply(input, key_statuses);
+void EtcdConfigSource::ApplyIfChanged() {
+  std::map<std::string, Doc> docs;
+  int64_t revision;
+  {
     absl::MutexLock lock(&mu_);
-    health_.revision = std::max(health_.revision, revision);
-    health_.synced_once = true;
-    revision_gauge_->Set(static_cast<double>(health_.revision));
+    if (!dirty_) return;
+    docs = docs_;
+    revision = docs_revision_;
+    dirty_ = false;
   }
+  TranslationInput input;
+  StatusMap key_statuses;
+  std::map<std::string, std::pair<int64_t, DecodedFile>> decoded;
+  for (const auto& [key, doc] : docs) {
+    auto cached = decoded_.find(key);
+    if (cached != decoded_.end() && cached->second.first == doc.mod_revision) {
+      decoded.emplace(key, std::move(cached->second));
+    } else {
+      decoded.emplace(key, std::pair{doc.mod_revision, DecodeObjects(doc.value, key)});
+    }
+    AddStored(config_prefix_, key, decoded.at(key).second, &input, &key_statuses);
+  }
+  decoded_ = std::move(decoded);
+  (void)pipeline_.Apply(input, key_statuses);
+  absl::MutexLock lock(&mu_);
+  health_.revision = std::max(health_.revision, revision);
+  health_.synced_once = true;
+  revision_gauge_->Set(static_cast<double>(health_.revision));
 }
 
 void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::string& store_key,

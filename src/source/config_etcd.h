@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/common/poller.h"
 #include "src/etcd/key_value_store.h"
 #include "src/model/decode.h"
 #include "src/source/config_pipeline.h"
@@ -73,7 +74,7 @@ class EtcdConfigSource : public ConfigSource {
     int64_t mod_revision = 0;
   };
   void WatchLoop();
-  void ApplyLoop();
+  void ApplyIfChanged();
   void MarkConnected(int64_t revision);
   void MarkDisconnected(const absl::Status& status);
   void Sleep(absl::Duration d) { stop_.WaitForNotificationWithTimeout(d); }
@@ -101,8 +102,8 @@ class EtcdConfigSource : public ConfigSource {
   std::map<std::string, std::pair<int64_t, DecodedFile>> decoded_;
 
   absl::Notification stop_;
-  std::thread watcher_;
-  std::thread applier_;
+  std::thread watcher_;  // blocks in the store's watch
+  Poller applier_;       // translates when dirty_ (woken), else looks every 200 ms
 };
 
 }  // namespace holdfast
