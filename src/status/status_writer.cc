@@ -77,65 +77,40 @@ std::string StatusWriter::StoreKey(const ObjectKey& key) const {
 }
 
 void StatusWriter::Update(const StatusMap& statuses) {
-  absl::MutexLock lock(&mu_);
-  desired_ = statuses;
-  wake_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    desired_ = statuses;
+  }
+  poller_.Wake();
 }
 
 void StatusWriter::Start() {
-  elector_->OnChange([this](const Leadership&) {
-    absl::MutexLock lock(&mu_);
-    wake_ = true;
-  });
-  thread_ = std::thread([this] {
-    // Like every retry of the store, jittered and backing off, so a store
-    // that comes back is not met by retries in step with everything else
-    // that lost it at the same moment.
-    Backoff backoff(options_.min_backoff, options_.max_backoff, random_);
-    bool failed = false;
-    absl::Duration retry_in;
-    while (!stop_.HasBeenNotified()) {
-      {
-        absl::MutexLock lock(&mu_);
-        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return wake_ || stop_.HasBeenNotified();
-        };
-        // Statuses only change with an Update() or a leadership change, both
-        // of which wake this thread; the backoff only paces retries.
-        if (failed) {
-          mu_.AwaitWithTimeout(absl::Condition(&ready), retry_in);
-        } else {
-          mu_.Await(absl::Condition(&ready));
+  elector_->OnChange([this](const Leadership&) { poller_.Wake(); });
+  // Statuses only change with an Update() or a leadership change, both of
+  // which wake the poller; a failed pass is retried like every retry of the
+  // store, jittered and backing off, so a store that comes back is not met
+  // by retries in step with everything else that lost it at once.
+  poller_.StartAdaptive(
+      absl::InfiniteDuration(),
+      [this, backoff = Backoff(options_.min_backoff, options_.max_backoff, random_)]() mutable {
+        if (Sync().ok()) {
+          backoff.Reset();
+          return absl::InfiniteDuration();
         }
-        wake_ = false;
-      }
-      if (stop_.HasBeenNotified()) break;
-      failed = !Sync().ok();
-      if (failed) {
-        retry_in = backoff.Next();
-      } else {
-        backoff.Reset();
-      }
-    }
-  });
+        return backoff.Next();
+      });
 }
 
-void StatusWriter::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  // The thread awaits a condition on mu_, re-checked only when mu_ is
-  // released: pass through it so the thread sees the stop.
-  { absl::MutexLock lock(&mu_); }
-  if (thread_.joinable()) thread_.join();
-}
+void StatusWriter::Stop() { poller_.Stop(); }
 
 absl::Status StatusWriter::Reconcile(const Leadership& leadership) {
-  absl::StatusOr<RangeResult> stored = store_->GetPrefix(options_.prefix + "/status/", /*revision=*/0);
+  absl::StatusOr<RangeResult> stored =
+      store_->GetPrefix(options_.prefix + "/status/", /*revision=*/0);
   if (!stored.ok()) return stored.status();
   stored_.clear();
   for (const KeyValue& kv : stored->kvs) stored_[kv.key] = ContentOf(kv.value);
   term_ = leadership.term;
-  LogInfo("status: leading term %d; %d statuses in the store, reconciling", term_,
-          stored_.size());
+  LogInfo("status: leading term %d; %d statuses in the store, reconciling", term_, stored_.size());
   return absl::OkStatus();
 }
 
@@ -175,7 +150,8 @@ absl::Status StatusWriter::Sync() {
   std::map<std::string, nlohmann::json> desired;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [key, status] : desired_) desired[StoreKey(key)] = StoredStatusJson(key, status);
+    for (const auto& [key, status] : desired_)
+      desired[StoreKey(key)] = StoredStatusJson(key, status);
   }
 
   struct Op {

@@ -2,16 +2,16 @@
 
 #include <map>
 #include <string>
-#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "nlohmann/json.hpp"
 #include "src/common/metrics.h"
-#include "src/status/status_counters.h"
+#include "src/common/poller.h"
 #include "src/common/random.h"
 #include "src/election/lease_elector.h"
 #include "src/etcd/key_value_store.h"
+#include "src/status/status_counters.h"
 #include "src/translate/status.h"
 
 namespace holdfast {
@@ -54,7 +54,7 @@ class StatusWriter {
   // The statuses to publish (the latest translation's). Thread-safe.
   void Update(const StatusMap& statuses);
   // Runs Sync() after every Update() and every leadership change, on a
-  // thread of its own; a pass that failed is retried after a jittered
+  // Poller's thread; a pass that failed is retried after a jittered
   // backoff (Options::min_backoff to max_backoff), or sooner when woken.
   void Start();
   void Stop();
@@ -76,15 +76,13 @@ class StatusWriter {
 
   absl::Mutex mu_;
   StatusMap desired_ ABSL_GUARDED_BY(mu_);
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
 
   // Sync() only (one caller at a time).
   absl::Mutex sync_mu_;
   int64_t term_ ABSL_GUARDED_BY(sync_mu_) = 0;  // 0: not reconciled with any term
   std::map<std::string, std::string> stored_ ABSL_GUARDED_BY(sync_mu_);  // key -> content
 
-  absl::Notification stop_;
-  std::thread thread_;
+  Poller poller_;  // runs Sync(): woken by changes, timed for retries
 };
 
 }  // namespace holdfast
