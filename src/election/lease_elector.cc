@@ -70,16 +70,10 @@ LeaseElector::~LeaseElector() {
 }
 
 void LeaseElector::Start() {
-  thread_ = std::thread([this] {
-    while (!stop_.WaitForNotificationWithTimeout(Tick())) {
-    }
-  });
+  poller_.StartAdaptive(absl::ZeroDuration(), [this] { return Tick(); });
 }
 
-void LeaseElector::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  if (thread_.joinable()) thread_.join();
-}
+void LeaseElector::Stop() { poller_.Stop(); }
 
 absl::Duration LeaseElector::Tick() {
   {

@@ -6,17 +6,16 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/common/poller.h"
 #include "src/common/random.h"
 #include "src/election/election_backend.h"
 
@@ -88,8 +87,8 @@ class LeaseElector {
   // Stops the tick thread. Does not resign: call Resign() for that.
   ~LeaseElector();
 
-  // Runs Tick() now and then again after each wait it returns, on a thread
-  // of its own, until Stop(). Call at most once.
+  // Runs Tick() now and then again after each wait it returns, on a
+  // Poller's thread, until Stop(). Call at most once.
   void Start();
   // Stops the tick thread promptly, waiting for a running Tick() to return
   // (which may take as long as the backend call it is in). Idempotent.
@@ -235,8 +234,7 @@ class LeaseElector {
   std::deque<Leadership> pending_events_ ABSL_GUARDED_BY(mu_);
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
 
-  absl::Notification stop_;
-  std::thread thread_;
+  Poller poller_;  // Tick() now, then after each wait it returns
 };
 
 }  // namespace holdfast
