@@ -21,6 +21,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev ccache
   libssl-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgoogle-perftools-dev
   clang libclang-rt-14-dev
   nodejs npm golang-go
   iproute2 iptables procps openssl

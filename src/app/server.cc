@@ -229,6 +229,8 @@ void Server::StartHousekeeping() {
       },
       absl::Seconds(1), absl::Seconds(30));
   trimmer_->Start();
+  LogInfo("allocator: %s (freed memory returned to the kernel after 1 s of quiet)",
+          AllocatorIsTcmalloc() ? "tcmalloc" : "the system's malloc");
 }
 
 absl::Status Server::StartWebhook() {

@@ -4,9 +4,19 @@
 #include <malloc.h>
 #endif
 
+// gperftools' C entry point, present when the process allocates with
+// tcmalloc (the shipped binary links it; tests and sanitizer builds do not).
+extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
+
 namespace holdfast {
 
+bool AllocatorIsTcmalloc() { return MallocExtension_ReleaseFreeMemory != nullptr; }
+
 void ReleaseFreeMemory() {
+  if (AllocatorIsTcmalloc()) {
+    MallocExtension_ReleaseFreeMemory();
+    return;
+  }
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif

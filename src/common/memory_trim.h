@@ -11,9 +11,9 @@ namespace holdfast {
 // Hands freed heap memory back to the kernel once things go quiet.
 //
 // glibc keeps freed memory in its arenas unless it sits at the very top of
-// the heap, so a translation's temporaries or a fleet that disconnected stay
-// in the resident set for the life of the process: about a third of an idle
-// replica's heap. `activity` is any value that changes when the process did
+// the heap, and tcmalloc returns free spans only slowly, so a translation's
+// temporaries or a fleet that disconnected stay in the resident set: about a
+// third of an idle replica's heap. `activity` is any value that changes when the process did
 // something worth trimming after (a publication, a stream coming or going).
 // Checked every `interval`: once it has changed since the last trim and then
 // held still for a whole interval, the heap is trimmed. Trimming walks the
@@ -46,8 +46,10 @@ class MemoryTrimmer {
   Poller poller_;
 };
 
-// Returns freed heap memory to the kernel (malloc_trim on glibc; nothing
-// elsewhere).
+// Returns freed heap memory to the kernel: tcmalloc's free spans when the
+// process allocates with tcmalloc, else malloc_trim on glibc, else nothing.
 void ReleaseFreeMemory();
+// Whether the process allocates with tcmalloc (the shipped binary does).
+bool AllocatorIsTcmalloc();
 
 }  // namespace holdfast
