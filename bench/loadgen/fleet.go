@@ -119,6 +119,9 @@ func (f *Fleet) Add(n int, ao AddOptions) []int {
 	return ids
 }
 
+// NodeID returns the node id proxy id (Add's index) sends.
+func (f *Fleet) NodeID(id int) string { return fmt.Sprintf("%s-%06d", f.opts.NodePrefix, id) }
+
 // Configured returns how many proxies hold a complete configuration.
 func (f *Fleet) Configured() int { return int(f.configured.Load()) }
 
@@ -291,7 +294,7 @@ func (p *proxy) node() *corev3.Node {
 	}
 	p.sentNode = true
 	return &corev3.Node{
-		Id:            fmt.Sprintf("%s-%06d", p.f.opts.NodePrefix, p.id),
+		Id:            p.f.NodeID(p.id),
 		Cluster:       "bench",
 		UserAgentName: "hfbench",
 	}
@@ -619,7 +622,7 @@ func (p *proxy) afterAck(t, gen int, recv, ack time.Time) {
 	p.pmu.Unlock()
 	if t == tEDS && gen > p.gen {
 		if p.configured {
-			p.f.Tracker.reach(p.gen, gen, recv, ack, !p.ao.Uncounted)
+			p.f.Tracker.reach(p.id, p.gen, gen, recv, ack, !p.ao.Uncounted)
 		}
 		p.gen = gen
 		p.held.Store(int64(gen))

@@ -16,6 +16,14 @@ type Tracker struct {
 	firstRecv map[int]time.Time
 	acks      map[int][]time.Time
 	reached   map[int]int
+	// With TrackProxies: each proxy's receipt and ACK of each generation.
+	perProxy map[int][]ProxyAck
+}
+
+// ProxyAck is one proxy's receipt and ACK of a generation.
+type ProxyAck struct {
+	ID        int // the proxy's index in its fleet (Fleet.NodeID names it)
+	Recv, Ack time.Time
 }
 
 func newTracker() *Tracker {
@@ -34,10 +42,22 @@ func (t *Tracker) Trigger(gen int, at time.Time) {
 	t.mu.Unlock()
 }
 
-// reach records that a proxy moved from generation from to to: it received
+// TrackProxies makes the tracker also keep which proxy reached each
+// generation when (ProxyAcks), from now on: scenarios that tell proxies
+// apart (the staged rollout's canaries) need it; the others do without the
+// memory.
+func (t *Tracker) TrackProxies() {
+	t.mu.Lock()
+	if t.perProxy == nil {
+		t.perProxy = map[int][]ProxyAck{}
+	}
+	t.mu.Unlock()
+}
+
+// reach records that proxy id moved from generation from to to: it received
 // the response at recv and ACKed it at ack. counted proxies are those the
 // scenario waits for (healthy ones).
-func (t *Tracker) reach(from, to int, recv, ack time.Time, counted bool) {
+func (t *Tracker) reach(id, from, to int, recv, ack time.Time, counted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for g := from + 1; g <= to; g++ {
@@ -50,8 +70,19 @@ func (t *Tracker) reach(from, to int, recv, ack time.Time, counted bool) {
 		if counted {
 			t.acks[g] = append(t.acks[g], ack)
 			t.reached[g]++
+			if t.perProxy != nil {
+				t.perProxy[g] = append(t.perProxy[g], ProxyAck{ID: id, Recv: recv, Ack: ack})
+			}
 		}
 	}
+}
+
+// ProxyAcks returns, for each counted proxy that has ACKed generation gen,
+// when it received and ACKed it (nil unless TrackProxies was called before).
+func (t *Tracker) ProxyAcks(gen int) []ProxyAck {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]ProxyAck(nil), t.perProxy[gen]...)
 }
 
 // Reached returns how many counted proxies have ACKed generation gen.

@@ -4,7 +4,9 @@
 // invocation, with the same simulated proxies, and prints a markdown table
 // of the figures and holdfast's ratio to each peer. The floor (xds_floor, if
 // selected) is the least a server on holdfast's gRPC library can do; holdfast's
-// ratio to it is what holdfast costs beyond that.
+// ratio to it is what holdfast costs beyond that. The rollout scenario
+// compares holdfast with itself under a staged rollout (server kind
+// holdfast-rollout; its ratio is holdfast-rollout / holdfast).
 //
 //	hfbench suite [--quick] --holdfast BIN --peer BIN [--javapeer JAR] [--floor BIN] [--out DIR] [flags]
 //	hfbench gen --dir DIR [--clusters N ...]   write holdfast's config files
@@ -67,6 +69,12 @@ type config struct {
 	slowProxies int
 	slowFrac    float64
 	slowPushes  int
+
+	rolloutSizes   []int
+	rolloutModes   []string
+	rolloutChanges int
+	rolloutPercent int    // holdfast-rollout's --rollout-canary-percent
+	rolloutBake    string // holdfast-rollout's --rollout-bake
 }
 
 // defaultJavaOpts: G1 (the JVM's default collector here, named so that it
@@ -155,7 +163,7 @@ func suite(args []string) {
 	})
 	xdsRoot := fs.String("xds-root", "/dev/shm", "parent of holdfast's config directories: a tmpfs, so that writing a change costs what handing it to the peer costs (empty: under --out)")
 	servers := fs.String("servers", kindHoldfast+","+kindPeer+","+kindPeerSnapshot, "servers, in order")
-	scenarios := fs.String("scenarios", "fanout,storm,churn,slow", "scenarios, in order (fanout includes memory)")
+	scenarios := fs.String("scenarios", "fanout,storm,churn,slow", "scenarios, in order (fanout includes memory); also rollout (servers "+kindHoldfast+" and "+kindHoldfastRollout+")")
 	fs.IntVar(&cfg.repeat, "repeat", 3, "runs of each scenario (servers in alternating order); the table shows the median and min-max")
 	fs.StringVar(&cfg.serverCPU, "server-cpu", "", "pin the servers to these CPUs (taskset -c LIST) and this driver, the load generator, to the others")
 	paramFlags(fs, &cfg.params)
@@ -175,6 +183,11 @@ func suite(args []string) {
 	fs.IntVar(&cfg.slowProxies, "slow-proxies", 0, "proxies in the slow-proxy scenario (SotW); 0: 2000, quick 500")
 	fs.Float64Var(&cfg.slowFrac, "slow-frac", 0.01, "fraction of those that stop reading")
 	fs.IntVar(&cfg.slowPushes, "slow-pushes", 0, "changes measured with and without stalled proxies; 0: 5, quick 3")
+	rolloutSizes := fs.String("rollout-proxies", "", "fleet sizes for the rollout scenario; default 1000,10000, quick 1000")
+	rolloutModes := fs.String("rollout-modes", "sotw,delta", "protocol variants for the rollout scenario")
+	fs.IntVar(&cfg.rolloutChanges, "rollout-changes", 3, "changes per fleet size in the rollout scenario (median reported)")
+	fs.IntVar(&cfg.rolloutPercent, "rollout-canary-percent", 1, "server "+kindHoldfastRollout+": holdfast's --rollout-canary-percent")
+	fs.StringVar(&cfg.rolloutBake, "rollout-bake", "1ms", "server "+kindHoldfastRollout+": holdfast's --rollout-bake (holdfast wants a positive duration)")
 	_ = fs.Parse(args)
 
 	var err error
@@ -188,6 +201,20 @@ func suite(args []string) {
 		log.Fatalf("--fanout-proxies: %v", err)
 	}
 	sort.Ints(cfg.fanoutSizes)
+	if *rolloutSizes == "" {
+		*rolloutSizes = "1000,10000"
+		if cfg.quick {
+			*rolloutSizes = "1000"
+		}
+	}
+	if cfg.rolloutSizes, err = intList(*rolloutSizes); err != nil {
+		log.Fatalf("--rollout-proxies: %v", err)
+	}
+	sort.Ints(cfg.rolloutSizes)
+	cfg.rolloutModes = strList(*rolloutModes)
+	if cfg.rolloutPercent < 1 || cfg.rolloutPercent > 100 {
+		log.Fatalf("--rollout-canary-percent %d: want 1 to 100", cfg.rolloutPercent)
+	}
 	cfg.javaOpts = strings.Fields(*javaOpts)
 	cfg.servers = strList(*servers)
 	cfg.scenarios = strList(*scenarios)
@@ -221,7 +248,7 @@ func suite(args []string) {
 	}
 	for _, s := range cfg.servers {
 		switch s {
-		case kindHoldfast:
+		case kindHoldfast, kindHoldfastRollout:
 			if cfg.holdfastBin == "" {
 				log.Fatal("--holdfast is required")
 			}
@@ -238,8 +265,8 @@ func suite(args []string) {
 				log.Fatalf("--floor is required for %s", kindFloor)
 			}
 		default:
-			log.Fatalf("unknown server %q (want %s, %s, %s, %s or %s)", s, kindHoldfast, kindPeer,
-				kindPeerSnapshot, kindJava, kindFloor)
+			log.Fatalf("unknown server %q (want %s, %s, %s, %s, %s or %s)", s, kindHoldfast,
+				kindHoldfastRollout, kindPeer, kindPeerSnapshot, kindJava, kindFloor)
 		}
 	}
 	if *xdsRoot != "" {
@@ -334,6 +361,16 @@ func runScenarios(cfg *config, res *results, order []string) {
 				}
 			case "slow":
 				err = runSlow(cfg, res, kind)
+			case "rollout":
+				if !isHoldfast(kind) { // the peers have no staged rollout
+					log.Printf("    rollout: skipped on %s (no staged rollout to compare)", kind)
+					continue
+				}
+				for _, m := range cfg.rolloutModes {
+					if e := runRollout(cfg, res, kind, m); e != nil && err == nil {
+						err = e
+					}
+				}
 			default:
 				err = fmt.Errorf("unknown scenario %q", sc)
 			}

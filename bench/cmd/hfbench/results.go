@@ -68,6 +68,19 @@ func (r *results) add(scenario, metric, unit, kind string, v float64) {
 		Values: map[string][]float64{kind: {v}}})
 }
 
+// reserve adds a row with no figures yet, if there is none: a figure that
+// only some servers have keeps its place among the others'.
+func (r *results) reserve(scenario, metric, unit string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.Rows {
+		if x.Scenario == scenario && x.Metric == metric {
+			return
+		}
+	}
+	r.Rows = append(r.Rows, &row{Scenario: scenario, Metric: metric, Unit: unit, Values: map[string][]float64{}})
+}
+
 func (r *results) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,8 +117,11 @@ func (r *results) markdown(cfg *config) string {
 	// holdfast's ratio to each other server, of the medians. A ratio of a figure that can be zero or negative (growth)
 	// means nothing and is left out.
 	// The floor's column, when run, comes first: holdfast's cost beyond the
-	// least any server on its gRPC library needs. No ratios without holdfast.
-	var others []string
+	// least any server on its gRPC library needs. holdfast with a staged
+	// rollout is compared the other way round: holdfast-rollout / holdfast,
+	// what the rollout costs. No ratios without holdfast.
+	type ratio struct{ num, den string }
+	var ratios []ratio
 	header := "| scenario | metric | unit |"
 	align := "|---|---|---|"
 	hasHoldfast := false
@@ -115,21 +131,24 @@ func (r *results) markdown(cfg *config) string {
 		switch kind {
 		case kindHoldfast:
 			hasHoldfast = true
+		case kindHoldfastRollout:
+			ratios = append(ratios, ratio{kind, kindHoldfast})
 		case kindFloor:
-			others = append([]string{kind}, others...)
+			ratios = append([]ratio{{kindHoldfast, kind}}, ratios...)
 		default:
-			others = append(others, kind)
+			ratios = append(ratios, ratio{kindHoldfast, kind})
 		}
 	}
 	if !hasHoldfast {
-		others = nil
+		ratios = nil
 	}
-	for _, kind := range others {
-		header += " holdfast / " + kind + " |"
+	for _, q := range ratios {
+		header += " " + q.num + " / " + q.den + " |"
 		align += "---:|"
 	}
 	b.WriteString(header + "\n" + align + "\n")
-	rank := map[string]int{"fan-out": 0, "memory": 1, "connect": 2, "connect storm": 3, "endpoint churn": 4, "slow proxies": 5}
+	rank := map[string]int{"fan-out": 0, "memory": 1, "connect": 2, "connect storm": 3, "endpoint churn": 4, "slow proxies": 5,
+		"staged rollout": 6}
 	rows := append([]*row(nil), r.Rows...)
 	sort.SliceStable(rows, func(i, j int) bool { return rank[rows[i].Scenario] < rank[rows[j].Scenario] })
 	for _, x := range rows {
@@ -137,11 +156,11 @@ func (r *results) markdown(cfg *config) string {
 		for _, kind := range cfg.servers {
 			line += " " + x.cell(kind) + " |"
 		}
-		hf, okh := x.median(kindHoldfast)
-		for _, kind := range others {
-			v, ok := x.median(kind)
-			if okh && ok && v > 0 && hf >= 0 {
-				line += fmt.Sprintf(" %.2f |", hf/v)
+		for _, q := range ratios {
+			num, okn := x.median(q.num)
+			den, okd := x.median(q.den)
+			if okn && okd && den > 0 && num >= 0 {
+				line += fmt.Sprintf(" %.2f |", num/den)
 			} else {
 				line += " — |"
 			}

@@ -24,6 +24,7 @@ func sortDur(d []time.Duration) {
 
 // pushResult is what one change costs and how fast it reaches the fleet.
 type pushResult struct {
+	trigger        time.Time     // when the change was written
 	allFromTrigger time.Duration // trigger -> last counted proxy ACKed
 	allFromFirst   time.Duration // first receipt by any proxy -> last ACK
 	fromFirst      []time.Duration
@@ -43,6 +44,7 @@ func push(cfg *config, s *server, f *loadgen.Fleet, g, n int, frac float64) (pus
 	b0 := f.Bytes.Load()
 	sb0, haveSB := s.bytesSent()
 	t := time.Now()
+	r.trigger = t
 	f.Tracker.Trigger(g, t)
 	if err := s.change(g, clusters); err != nil {
 		return r, err

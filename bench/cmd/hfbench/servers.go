@@ -20,6 +20,10 @@ import (
 
 const (
 	kindHoldfast = "holdfast"
+	// holdfast with a staged rollout (--rollout-canary-percent, --rollout-bake
+	// from hfbench's flags of the same names): compared with itself, kind
+	// holdfast, in the rollout scenario.
+	kindHoldfastRollout = "holdfast-rollout"
 	// go-control-plane as its README recommends for this workload: endpoints
 	// in a LinearCache behind a MuxCache.
 	kindPeer = "go-control-plane"
@@ -51,6 +55,10 @@ type server struct {
 
 var serverSeq int
 
+// isHoldfast: the kinds that run the holdfast binary (config files, admin
+// metrics).
+func isHoldfast(kind string) bool { return kind == kindHoldfast || kind == kindHoldfastRollout }
+
 // startServer starts a server of the given kind serving params at
 // generation 0 and waits until it is ready.
 func startServer(cfg *config, kind string, params fleetcfg.Params, label string) (*server, error) {
@@ -63,7 +71,7 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 		logPath: filepath.Join(work, "server.log"), client: http.Client{Timeout: 30 * time.Second}}
 	portsFile := filepath.Join(work, "ports.json")
 	switch kind {
-	case kindHoldfast:
+	case kindHoldfast, kindHoldfastRollout:
 		s.dir = filepath.Join(work, "xds")
 		if cfg.xdsRoot != "" {
 			s.dir = filepath.Join(cfg.xdsRoot, filepath.Base(work))
@@ -71,8 +79,16 @@ func startServer(cfg *config, kind string, params fleetcfg.Params, label string)
 		if err := params.WriteDir(s.dir); err != nil {
 			return nil, err
 		}
+		// A state directory of its own (last-known-good snapshot; with a
+		// rollout, the stable snapshot too): the default, ./holdfast-state,
+		// would carry one server's snapshots into the next one's start.
 		s.cmd = exec.Command(cfg.holdfastBin, "serve", "--xds-dir", s.dir,
-			"--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-file", portsFile)
+			"--xds-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-file", portsFile,
+			"--state-dir", filepath.Join(work, "state"))
+		if kind == kindHoldfastRollout {
+			s.cmd.Args = append(s.cmd.Args, "--rollout-canary-percent", strconv.Itoa(cfg.rolloutPercent),
+				"--rollout-bake", cfg.rolloutBake)
+		}
 		s.cmd.Args = append(s.cmd.Args, cfg.holdfastArgs...)
 	case kindPeer, kindPeerSnapshot:
 		cache := "linear"
@@ -168,6 +184,8 @@ func shortKind(kind string) string {
 		return "jcp"
 	case kindFloor:
 		return "floor"
+	case kindHoldfastRollout:
+		return "hfr"
 	}
 	return "hf"
 }
@@ -194,7 +212,7 @@ func tail(path string, n int) string {
 // that a change during churn is only file writes (the driver shares the CPU
 // with the server). Does nothing for the peers, which render their own.
 func (s *server) prepare(gens []int, clusters func(gen int) []int) error {
-	if s.kind != kindHoldfast {
+	if !isHoldfast(s.kind) {
 		return nil
 	}
 	if s.prepared == nil {
@@ -218,7 +236,7 @@ func (s *server) prepare(gens []int, clusters func(gen int) []int) error {
 // change sets the given clusters' endpoints to generation gen.
 func (s *server) change(gen int, clusters []int) error {
 	switch s.kind {
-	case kindHoldfast:
+	case kindHoldfast, kindHoldfastRollout:
 		if files, ok := s.prepared[gen]; ok && len(files) == len(clusters) {
 			delete(s.prepared, gen)
 			return fleetcfg.WriteEndpointFiles(s.dir, clusters, files)
@@ -302,7 +320,13 @@ func (s *server) rss() int64 {
 // bytesSent returns holdfast's own count of xDS bytes sent (all types), or
 // false for the peers, which have no such metric.
 func (s *server) bytesSent() (float64, bool) {
-	if s.kind != kindHoldfast {
+	return s.metric("holdfast_xds_bytes_sent_total")
+}
+
+// metric returns the sum of holdfast's series of metric name (every label
+// set), or false if there is none (and for the peers).
+func (s *server) metric(name string) (float64, bool) {
+	if !isHoldfast(s.kind) {
 		return 0, false
 	}
 	resp, err := s.client.Get("http://" + s.admin + "/metrics")
@@ -316,7 +340,7 @@ func (s *server) bytesSent() (float64, bool) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "holdfast_xds_bytes_sent_total") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			fs := strings.Fields(line)
 			if v, err := strconv.ParseFloat(fs[len(fs)-1], 64); err == nil {
 				total += v
@@ -325,6 +349,42 @@ func (s *server) bytesSent() (float64, bool) {
 		}
 	}
 	return total, found
+}
+
+// rolloutState is what holdfast's /debug/rollout says (the fields the
+// rollout scenario reads).
+type rolloutState struct {
+	Stage     string `json:"stage"`
+	Stable    string `json:"stable"`
+	Candidate string `json:"candidate"`
+	Since     string `json:"since"` // when the stage began, RFC 3339 to the millisecond
+	Reason    string `json:"reason"`
+	Canaries  struct {
+		Connected int `json:"connected"`
+		Acked     int `json:"acked"`
+		Nacked    int `json:"nacked"`
+	} `json:"canaries"`
+}
+
+// rollout reads holdfast's /debug/rollout (kind holdfast-rollout only).
+func (s *server) rollout() (rolloutState, error) {
+	var st rolloutState
+	resp, err := s.client.Get("http://" + s.admin + "/debug/rollout")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return st, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("/debug/rollout: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, fmt.Errorf("/debug/rollout: %w", err)
+	}
+	return st, nil
 }
 
 // stop ends the server (SIGTERM, then SIGKILL after 10 s).
