@@ -263,6 +263,47 @@ TEST(CanaryReportTest, AProxyHoldsTheCandidateWhateverResponseBroughtIt) {
   EXPECT_EQ(report.error, "connect_timeout too long");
 }
 
+// A proxy that asked for some names of a type holds the candidate when each
+// of those names is the same in both, or absent from both; the rest of the
+// type does not matter.
+TEST(CanaryReportTest, NamedSubscriptionsCompareOnlyTheNamesAskedFor) {
+  SimulatedClock clock;
+  MetricsRegistry metrics;
+  XdsStats stats(&metrics);
+  ViewCache views;
+  ProxyState proxy(1, "ads-sotw", "peer", absl::UnixEpoch());
+  SotwSession session("", clock, &proxy, &stats, &views);
+  const SnapshotPtr v1 = Build({EdsCluster("a", 1), Endpoints("a", 80)});
+  session.OnSnapshot(v1);
+  envoy::service::discovery::v3::DiscoveryRequest ask;
+  ask.set_type_url(std::string(type_url::kClusterLoadAssignment));
+  ask.add_resource_names("a");
+  ask.add_resource_names("b");  // not in any snapshot yet
+  ASSERT_TRUE(session.OnRequest(ask).ok());
+  auto sent = session.NextResponse();
+  ASSERT_TRUE(sent.has_value());
+  ask.set_response_nonce(sent->nonce);
+  ask.set_version_info(sent->version);
+  ASSERT_TRUE(session.OnRequest(ask).ok());
+
+  auto acked = [&](const SnapshotPtr& candidate) {
+    return ReportCanaries({proxy.View()}, candidate).acked;
+  };
+  EXPECT_EQ(acked(Build({EdsCluster("a", 1), Endpoints("a", 80)})), 1u) << "equal content";
+  EXPECT_EQ(acked(Build({EdsCluster("a", 9), Endpoints("a", 80)})), 1u)
+      << "only a type it did not ask for changed";
+  EXPECT_EQ(acked(Build(
+                {EdsCluster("a", 1), Endpoints("a", 80), EdsCluster("c", 1), Endpoints("c", 80)})),
+            1u)
+      << "a name it did not ask for was added";
+  EXPECT_EQ(acked(Build({EdsCluster("a", 1), Endpoints("a", 81)})), 0u) << "its name changed";
+  EXPECT_EQ(acked(Build(
+                {EdsCluster("a", 1), Endpoints("a", 80), EdsCluster("b", 1), Endpoints("b", 80)})),
+            0u)
+      << "a name it asked for appeared";
+  EXPECT_EQ(acked(Build({EdsCluster("c", 1), Endpoints("c", 80)})), 0u) << "its name went away";
+}
+
 // The controller between the staged and the serving cache: canaries see the
 // candidate, others the stable snapshot; a restart restores the stable one
 // so that what the source publishes again is a candidate, not stable.
