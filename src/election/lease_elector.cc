@@ -133,11 +133,17 @@ absl::Duration LeaseElector::NextWait(double fraction) const {
 }
 
 void LeaseElector::Step() {
-  int64_t lease;
-  std::string key;
-  int64_t revision;
-  int64_t first_revision;
-  uint64_t generation;
+  Candidacy candidacy = BeginStep();
+  if (!RenewOrDrop(candidacy) || !EnsureLease(candidacy) || !EnsureCandidateKey(candidacy)) return;
+  std::optional<Candidate> first;
+  if (!FirstCandidateWithoutLeftovers(candidacy, &first)) return;
+  absl::MutexLock lock(&mu_);
+  if (generation_ != candidacy.generation) return;
+  FollowFirstLocked(first);
+}
+
+LeaseElector::Candidacy LeaseElector::BeginStep() {
+  Candidacy candidacy;
   std::vector<int64_t> dropped;
   {
     absl::MutexLock lock(&mu_);
@@ -147,77 +153,88 @@ void LeaseElector::Step() {
                       /*revoke=*/true);
     }
     dropped.swap(to_revoke_);
-    lease = lease_id_;
-    key = own_key_;
-    revision = own_revision_;
-    first_revision = first_own_revision_;
-    generation = generation_;
+    candidacy = Candidacy{.lease = lease_id_,
+                          .key = own_key_,
+                          .revision = own_revision_,
+                          .first_revision = first_own_revision_,
+                          .generation = generation_};
   }
   RevokeDropped(std::move(dropped));
+  return candidacy;
+}
 
-  if (lease != 0) {
-    // Taken before sending: the store starts the new TTL when the request
-    // arrives, which is later, so our deadline ends before the lease can.
-    absl::Duration sent = clock_.Monotonic();
-    absl::Status renewed = backend_->RenewLease(lease);
-    absl::MutexLock lock(&mu_);
-    if (generation_ != generation) return;
-    if (absl::IsNotFound(renewed)) {
-      // Our key went with the lease; campaign again right away with a new one.
-      DropLeaseLocked("lease expired in the store", /*revoke=*/false);
-      lease = 0;
-      generation = generation_;
-    } else if (!renewed.ok()) {
-      NoteErrorLocked("renew lease", renewed);
-      return;
-    } else {
-      last_renew_sent_ = sent;
-    }
-  }
-
-  if (lease == 0) {
-    absl::Duration sent = clock_.Monotonic();
-    absl::StatusOr<int64_t> granted = backend_->GrantLease(options_.lease_duration);
-    absl::MutexLock lock(&mu_);
-    if (!granted.ok()) {
-      NoteErrorLocked("grant lease", granted.status());
-      return;
-    }
-    if (generation_ != generation) {
-      to_revoke_.push_back(*granted);
-      return;
-    }
-    lease_id_ = lease = *granted;
-    own_key_ = key = absl::StrCat(options_.prefix, absl::Hex(*granted));
-    own_revision_ = revision = 0;
+bool LeaseElector::RenewOrDrop(Candidacy& candidacy) {
+  if (candidacy.lease == 0) return true;
+  // Taken before sending: the store starts the new TTL when the request
+  // arrives, which is later, so our deadline ends before the lease can.
+  absl::Duration sent = clock_.Monotonic();
+  absl::Status renewed = backend_->RenewLease(candidacy.lease);
+  absl::MutexLock lock(&mu_);
+  if (generation_ != candidacy.generation) return false;
+  if (absl::IsNotFound(renewed)) {
+    // Our key went with the lease; campaign again right away with a new one.
+    DropLeaseLocked("lease expired in the store", /*revoke=*/false);
+    candidacy.lease = 0;
+    candidacy.generation = generation_;
+  } else if (!renewed.ok()) {
+    NoteErrorLocked("renew lease", renewed);
+    return false;
+  } else {
     last_renew_sent_ = sent;
-    LogInfo("election: replica %s campaigning as %s", options_.replica_id, key);
   }
+  return true;
+}
 
-  if (revision == 0) {
-    absl::StatusOr<int64_t> created = backend_->CreateCandidate(key, options_.replica_id, lease);
-    absl::MutexLock lock(&mu_);
-    if (generation_ != generation) return;
-    if (!created.ok()) {
-      NoteErrorLocked("create election key", created.status());
-      return;
-    }
-    own_revision_ = *created;
-    if (first_own_revision_ == 0) first_own_revision_ = *created;
-    first_revision = first_own_revision_;
+bool LeaseElector::EnsureLease(Candidacy& candidacy) {
+  if (candidacy.lease != 0) return true;
+  absl::Duration sent = clock_.Monotonic();
+  absl::StatusOr<int64_t> granted = backend_->GrantLease(options_.lease_duration);
+  absl::MutexLock lock(&mu_);
+  if (!granted.ok()) {
+    NoteErrorLocked("grant lease", granted.status());
+    return false;
   }
+  if (generation_ != candidacy.generation) {
+    to_revoke_.push_back(*granted);
+    return false;
+  }
+  lease_id_ = candidacy.lease = *granted;
+  own_key_ = candidacy.key = absl::StrCat(options_.prefix, absl::Hex(*granted));
+  own_revision_ = candidacy.revision = 0;
+  last_renew_sent_ = sent;
+  LogInfo("election: replica %s campaigning as %s", options_.replica_id, candidacy.key);
+  return true;
+}
 
+bool LeaseElector::EnsureCandidateKey(Candidacy& candidacy) {
+  if (candidacy.revision != 0) return true;
+  absl::StatusOr<int64_t> created =
+      backend_->CreateCandidate(candidacy.key, options_.replica_id, candidacy.lease);
+  absl::MutexLock lock(&mu_);
+  if (generation_ != candidacy.generation) return false;
+  if (!created.ok()) {
+    NoteErrorLocked("create election key", created.status());
+    return false;
+  }
+  own_revision_ = *created;
+  if (first_own_revision_ == 0) first_own_revision_ = *created;
+  candidacy.first_revision = first_own_revision_;
+  return true;
+}
+
+// A key under our replica id that predates this process's first candidacy
+// was left by an earlier process of this replica, killed before it could
+// resign. Nobody renews it, but it would stay first in line until its lease
+// expired, which etcd restarts whenever it elects a raft leader, so nobody
+// would lead for a whole lease. Revoking it is what the earlier process
+// would have done; a live process under a duplicate id (a misconfiguration)
+// loses one candidacy and campaigns again with a newer key, which this
+// rule leaves alone.
+bool LeaseElector::FirstCandidateWithoutLeftovers(const Candidacy& candidacy,
+                                                  std::optional<Candidate>* first_out) {
   absl::StatusOr<std::optional<Candidate>> first = backend_->FirstCandidate(options_.prefix);
-  // A key under our replica id that predates this process's first candidacy
-  // was left by an earlier process of this replica, killed before it could
-  // resign. Nobody renews it, but it would stay first in line until its lease
-  // expired, which etcd restarts whenever it elects a raft leader, so nobody
-  // would lead for a whole lease. Revoking it is what the earlier process
-  // would have done; a live process under a duplicate id (a misconfiguration)
-  // loses one candidacy and campaigns again with a newer key, which this
-  // rule leaves alone.
   for (int revoked = 0; revoked < kMaxLeftoversPerStep && first.ok() && first->has_value() &&
-                        IsLeftover(**first, first_revision);
+                        IsLeftover(**first, candidacy.first_revision);
        ++revoked) {
     LogInfo(
         "election: replica %s revoking %s (term %d), left by an earlier process of this "
@@ -227,21 +244,27 @@ void LeaseElector::Step() {
     if (!status.ok() && !absl::IsNotFound(status)) {
       absl::MutexLock lock(&mu_);
       NoteErrorLocked("revoke a leftover election key", status);
-      return;
+      return false;
     }
     first = backend_->FirstCandidate(options_.prefix);
   }
-  absl::MutexLock lock(&mu_);
-  if (generation_ != generation) return;
   if (!first.ok()) {
-    NoteErrorLocked("read election candidates", first.status());
-    return;
+    absl::MutexLock lock(&mu_);
+    if (generation_ == candidacy.generation) {
+      NoteErrorLocked("read election candidates", first.status());
+    }
+    return false;
   }
+  *first_out = *std::move(first);
+  return true;
+}
+
+void LeaseElector::FollowFirstLocked(const std::optional<Candidate>& first) {
   std::string previous_leader = leader_key_;
-  if (first->has_value()) {
-    leader_key_ = (*first)->key;
-    leader_id_ = (*first)->replica_id;
-    term_ = (*first)->create_revision;
+  if (first.has_value()) {
+    leader_key_ = first->key;
+    leader_id_ = first->replica_id;
+    term_ = first->create_revision;
   } else {
     // Not even our own key: it vanished after we created it, so the lease is
     // gone too; the next renewal will say so.
@@ -250,7 +273,7 @@ void LeaseElector::Step() {
     term_ = 0;
   }
   NoteSuccessLocked();
-  bool leading = first->has_value() && (*first)->key == own_key_;
+  bool leading = first.has_value() && first->key == own_key_;
   if (!leading && leader_key_ != previous_leader) {
     LogInfo("election: replica %s follows %s, term %d", options_.replica_id,
             leader_id_.empty() ? "nobody" : leader_id_, term_);
@@ -260,8 +283,8 @@ void LeaseElector::Step() {
     DropLeaseLocked("renew deadline passed during the election step", /*revoke=*/true);
     return;
   }
-  SetLeaderLocked(leading, first->has_value() ? "another candidate's key is first"
-                                              : "our election key is gone");
+  SetLeaderLocked(
+      leading, first.has_value() ? "another candidate's key is first" : "our election key is gone");
 }
 
 bool LeaseElector::IsLeftover(const Candidate& candidate, int64_t first_own_revision) const {

@@ -162,8 +162,32 @@ class LeaseElector {
   void OnChange(std::function<void(const Leadership&)> listener);
 
  private:
-  // Step of Tick() that makes the backend calls; holds tick_mu_.
+  // Step of Tick() that makes the backend calls; holds tick_mu_. Its parts,
+  // in order, each false (or Aborted) when the step ends there: an error
+  // was noted, or the candidacy was dropped meanwhile.
   void Step() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tick_mu_);
+  // The candidacy as one step saw it at its start (copied out of mu_, so
+  // that backend calls run without it).
+  struct Candidacy {
+    int64_t lease = 0;  // 0: none
+    std::string key;
+    int64_t revision = 0;  // of our key; 0: not created yet
+    int64_t first_revision = 0;
+    uint64_t generation = 0;  // generation_ when taken
+  };
+  // Drops a lease past its renew deadline and revokes dropped leases.
+  Candidacy BeginStep() ABSL_LOCKS_EXCLUDED(mu_);
+  // Renews the lease; one the store no longer has is dropped, to campaign
+  // again at once.
+  bool RenewOrDrop(Candidacy& candidacy) ABSL_LOCKS_EXCLUDED(mu_);
+  bool EnsureLease(Candidacy& candidacy) ABSL_LOCKS_EXCLUDED(mu_);
+  bool EnsureCandidateKey(Candidacy& candidacy) ABSL_LOCKS_EXCLUDED(mu_);
+  // The first key in line, after revoking keys an earlier process of this
+  // replica left (IsLeftover()).
+  bool FirstCandidateWithoutLeftovers(const Candidacy& candidacy, std::optional<Candidate>* first)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Leads when `first` is our key, else follows it.
+  void FollowFirstLocked(const std::optional<Candidate>& first) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The wait before the next tick, drawn with `fraction` (uniform in [0, 1))
   // from the jitter range and capped while a lease is held; see the .cc.
   absl::Duration NextWait(double fraction) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -171,7 +195,8 @@ class LeaseElector {
   void RevokeDropped(std::vector<int64_t> leases);
   // True for an election key of this replica's id created before this
   // process's first candidacy (`first_own_revision`, 0 until there is one):
-  // an earlier process of this replica left it. See Step().
+  // an earlier process of this replica left it. See
+  // FirstCandidateWithoutLeftovers().
   bool IsLeftover(const Candidate& candidate, int64_t first_own_revision) const;
   // Bounds the revoke-and-reread loop of one Step(); one killed process
   // leaves one key, so more than this is not expected.
