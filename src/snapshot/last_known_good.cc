@@ -1,6 +1,7 @@
 #include "src/snapshot/last_known_good.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
@@ -52,68 +53,68 @@ void LastKnownGood::Start() {
       }
     }
   }
-  writer_ = std::thread([this] { WriterLoop(); });
-  restorer_ = std::thread([this] {
-    if (stop_.WaitForNotificationWithTimeout(options_.grace)) return;
-    absl::MutexLock lock(&mu_);
-    if (state_.serving_live || state_.persisted == nullptr) return;
-    state_.serving_persisted = true;
-    serving_persisted_->Set(1);
-    LogWarning("last-known-good: no live config after %s; serving persisted snapshot %s from %s",
-               absl::FormatDuration(options_.grace), state_.persisted->version(),
-               absl::FormatTime(state_.persisted->created()));
-    cache_->Set(cache_->default_group(), state_.persisted);
+  writer_.StartAdaptive(absl::InfiniteDuration(), [this] {
+    WritePending();
+    return absl::InfiniteDuration();  // until PublishLive wakes it
+  });
+  restorer_.StartAdaptive(options_.grace, [this] {
+    ServePersistedIfNoLive();
+    return absl::InfiniteDuration();  // once
   });
 }
 
+void LastKnownGood::ServePersistedIfNoLive() {
+  absl::MutexLock lock(&mu_);
+  if (state_.serving_live || state_.persisted == nullptr) return;
+  state_.serving_persisted = true;
+  serving_persisted_->Set(1);
+  LogWarning("last-known-good: no live config after %s; serving persisted snapshot %s from %s",
+             absl::FormatDuration(options_.grace), state_.persisted->version(),
+             absl::FormatTime(state_.persisted->created()));
+  cache_->Set(cache_->default_group(), state_.persisted);
+}
+
 void LastKnownGood::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  // The writer awaits a condition on mu_, which is only re-checked when mu_
-  // is released: pass through it once so the writer sees the stop.
-  { absl::MutexLock lock(&mu_); }
-  if (restorer_.joinable()) restorer_.join();
-  if (writer_.joinable()) writer_.join();
+  restorer_.Stop();
+  writer_.Stop();
+  WritePending();  // the latest live snapshot reaches the disk before Stop returns
 }
 
 void LastKnownGood::PublishLive(SnapshotPtr snapshot) {
-  absl::MutexLock lock(&mu_);
-  if (state_.serving_persisted) {
-    LogInfo("last-known-good: live config is back; replacing the persisted snapshot");
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_.serving_persisted) {
+      LogInfo("last-known-good: live config is back; replacing the persisted snapshot");
+    }
+    state_.serving_live = true;
+    state_.serving_persisted = false;
+    serving_persisted_->Set(0);
+    cache_->Set(cache_->default_group(), snapshot);
+    to_write_ = std::move(snapshot);
   }
-  state_.serving_live = true;
-  state_.serving_persisted = false;
-  serving_persisted_->Set(0);
-  cache_->Set(cache_->default_group(), snapshot);
-  to_write_ = std::move(snapshot);
+  writer_.Wake();
 }
 
-void LastKnownGood::WriterLoop() {
-  while (true) {
-    SnapshotPtr snapshot;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return to_write_ != nullptr || stop_.HasBeenNotified();
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (to_write_ == nullptr) return;  // stopping, nothing pending
-      snapshot = std::move(to_write_);
-      to_write_ = nullptr;
-      if (snapshot->version() == written_version_) continue;
-    }
-    absl::Status written = WriteSnapshotFile(*snapshot, path());
+void LastKnownGood::WritePending() {
+  if (options_.state_dir.empty()) return;
+  SnapshotPtr snapshot;
+  {
     absl::MutexLock lock(&mu_);
-    if (written.ok()) {
-      written_version_ = snapshot->version();
-      state_.persist_error.clear();
-    } else {
-      persist_errors_->Increment();
-      if (state_.persist_error != written.message()) {
-        LogError("last-known-good: %s", written.message());
-      }
-      state_.persist_error = std::string(written.message());
-    }
+    snapshot = std::exchange(to_write_, nullptr);
+    if (snapshot == nullptr || snapshot->version() == written_version_) return;
   }
+  absl::Status written = WriteSnapshotFile(*snapshot, path());
+  absl::MutexLock lock(&mu_);
+  if (written.ok()) {
+    written_version_ = snapshot->version();
+    state_.persist_error.clear();
+    return;
+  }
+  persist_errors_->Increment();
+  if (state_.persist_error != written.message()) {
+    LogError("last-known-good: %s", written.message());
+  }
+  state_.persist_error = std::string(written.message());
 }
 
 LastKnownGood::State LastKnownGood::state() const {

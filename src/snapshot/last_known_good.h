@@ -1,12 +1,11 @@
 #pragma once
 
 #include <string>
-#include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
+#include "src/common/poller.h"
 #include "src/snapshot/snapshot_cache.h"
 
 namespace holdfast {
@@ -20,7 +19,8 @@ namespace holdfast {
 // published nothing live by the end of the grace period, the persisted
 // snapshot is served, marked stale, until the first live one replaces it.
 // Live snapshots are served at once and written to disk afterwards, on a
-// thread of this class, latest first: a slow disk never delays serving.
+// background loop of this class, latest first: a slow disk never delays
+// serving; Stop() writes what is still pending.
 class LastKnownGood {
  public:
   struct Options {
@@ -35,7 +35,8 @@ class LastKnownGood {
     std::string persist_error;  // the last write failure, cleared on success
   };
 
-  LastKnownGood(Options options, SnapshotCache* cache, const Clock& clock, MetricsRegistry* metrics);
+  LastKnownGood(Options options, SnapshotCache* cache, const Clock& clock,
+                MetricsRegistry* metrics);
   ~LastKnownGood();
 
   void Start();
@@ -46,7 +47,10 @@ class LastKnownGood {
   std::string path() const;
 
  private:
-  void WriterLoop();
+  // Writes the latest live snapshot not yet on disk, if any.
+  void WritePending() ABSL_LOCKS_EXCLUDED(mu_);
+  // At the end of the grace period: the persisted snapshot, if nothing live.
+  void ServePersistedIfNoLive() ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
   SnapshotCache* cache_;
@@ -60,9 +64,8 @@ class LastKnownGood {
   SnapshotPtr to_write_ ABSL_GUARDED_BY(mu_);
   std::string written_version_ ABSL_GUARDED_BY(mu_);
 
-  absl::Notification stop_;
-  std::thread writer_;
-  std::thread restorer_;
+  Poller writer_;
+  Poller restorer_;
 };
 
 }  // namespace holdfast

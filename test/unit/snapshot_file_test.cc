@@ -121,5 +121,23 @@ TEST_F(SnapshotFileTest, LiveConfigWithinGraceWinsAndDamagedFileIsNeverServed) {
   last_good.Stop();
 }
 
+// A replica stopping right after a publication keeps that publication: the
+// next start serves it if the store is down.
+TEST_F(SnapshotFileTest, StopWritesTheLatestLiveSnapshotFirst) {
+  MetricsRegistry metrics;
+  SnapshotCache cache;
+  LastKnownGood last_good({.state_dir = dir_, .grace = absl::Seconds(60)}, &cache, Clock::Real(),
+                          &metrics);
+  last_good.Start();
+  last_good.PublishLive(Chain("a", 8081));
+  SnapshotPtr latest = Chain("b", 9091);
+  last_good.PublishLive(latest);
+  last_good.Stop();
+  absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->version(), latest->version());
+  EXPECT_TRUE(last_good.state().persist_error.empty());
+}
+
 }  // namespace
 }  // namespace holdfast
