@@ -416,11 +416,8 @@ ServiceRef DecodeServiceRef(YamlCursor& c) {
   return ref;
 }
 
-UpstreamSpec DecodeUpstream(YamlCursor& c) {
-  UpstreamSpec spec;
-  const bool has_service = c.Has("service");
-  if (has_service && c.Has("hosts")) c.FieldError("service", "set only one of hosts and service");
-  if (auto s = c.Map("service")) spec.service = DecodeServiceRef(*s);
+std::vector<UpstreamHost> DecodeUpstreamHosts(YamlCursor& c, bool required) {
+  std::vector<UpstreamHost> hosts;
   c.List(
       "hosts",
       [&](YamlCursor& h) {
@@ -429,9 +426,71 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
         h.Uint("port", &host.port, 1, 65535, true);
         h.Uint("weight", &host.weight, 1, 128);
         h.RejectUnknownFields();
-        spec.hosts.push_back(host);
+        hosts.push_back(host);
       },
-      !has_service);
+      required);
+  return hosts;
+}
+
+LoadBalancing DecodeLoadBalancing(YamlCursor& c) {
+  std::string lb = "RoundRobin";
+  c.String("loadBalancing", &lb);
+  if (lb == "RoundRobin") return LoadBalancing::kRoundRobin;
+  if (lb == "LeastRequest") return LoadBalancing::kLeastRequest;
+  if (lb == "Random") return LoadBalancing::kRandom;
+  if (lb == "RingHash") return LoadBalancing::kRingHash;
+  c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
+  return LoadBalancing::kRoundRobin;
+}
+
+CircuitBreakers DecodeCircuitBreakers(YamlCursor& b) {
+  CircuitBreakers cb;
+  auto read = [&](const char* field, std::optional<uint32_t>* out) {
+    uint32_t v = 0;
+    if (b.Has(field) && b.Uint(field, &v, 1))
+      *out = v;
+    else
+      b.Uint(field, &v);  // marks the field as known
+  };
+  read("maxConnections", &cb.max_connections);
+  read("maxPendingRequests", &cb.max_pending_requests);
+  read("maxRequests", &cb.max_requests);
+  read("maxRetries", &cb.max_retries);
+  b.RejectUnknownFields();
+  return cb;
+}
+
+HealthCheck DecodeHealthCheck(YamlCursor& h) {
+  HealthCheck hc;
+  h.String("path", &hc.path);
+  h.Duration("interval", &hc.interval);
+  h.Duration("timeout", &hc.timeout);
+  h.Uint("healthyThreshold", &hc.healthy_threshold, 1, 100);
+  h.Uint("unhealthyThreshold", &hc.unhealthy_threshold, 1, 100);
+  if (hc.interval <= absl::ZeroDuration()) h.FieldError("interval", "must be greater than zero");
+  if (hc.timeout <= absl::ZeroDuration()) h.FieldError("timeout", "must be greater than zero");
+  if (hc.path.empty() || hc.path[0] != '/') h.FieldError("path", "must start with /");
+  h.RejectUnknownFields();
+  return hc;
+}
+
+OutlierDetection DecodeOutlierDetection(YamlCursor& o) {
+  OutlierDetection od;
+  o.Uint("consecutive5xx", &od.consecutive_5xx, 1, 1000);
+  o.Duration("interval", &od.interval);
+  o.Duration("baseEjectionTime", &od.base_ejection_time);
+  o.Uint("maxEjectionPercent", &od.max_ejection_percent, 0, 100);
+  if (od.interval <= absl::ZeroDuration()) o.FieldError("interval", "must be greater than zero");
+  o.RejectUnknownFields();
+  return od;
+}
+
+UpstreamSpec DecodeUpstream(YamlCursor& c) {
+  UpstreamSpec spec;
+  const bool has_service = c.Has("service");
+  if (has_service && c.Has("hosts")) c.FieldError("service", "set only one of hosts and service");
+  if (auto s = c.Map("service")) spec.service = DecodeServiceRef(*s);
+  spec.hosts = DecodeUpstreamHosts(c, /*required=*/!has_service);
   if (auto t = c.Map("tls")) {
     UpstreamTls tls;
     t->String("caFile", &tls.ca_file);
@@ -443,58 +502,11 @@ UpstreamSpec DecodeUpstream(YamlCursor& c) {
   if (spec.connect_timeout <= absl::ZeroDuration() && c.Has("connectTimeout")) {
     c.FieldError("connectTimeout", "must be greater than zero");
   }
-  std::string lb = "RoundRobin";
-  c.String("loadBalancing", &lb);
-  if (lb == "RoundRobin")
-    spec.load_balancing = LoadBalancing::kRoundRobin;
-  else if (lb == "LeastRequest")
-    spec.load_balancing = LoadBalancing::kLeastRequest;
-  else if (lb == "Random")
-    spec.load_balancing = LoadBalancing::kRandom;
-  else if (lb == "RingHash")
-    spec.load_balancing = LoadBalancing::kRingHash;
-  else
-    c.FieldError("loadBalancing", "must be one of RoundRobin, LeastRequest, Random, RingHash");
+  spec.load_balancing = DecodeLoadBalancing(c);
   if (bool http2 = false; c.Bool("http2", &http2) && c.Has("http2")) spec.http2 = http2;
-  if (auto b = c.Map("circuitBreakers")) {
-    CircuitBreakers cb;
-    auto read = [&](const char* field, std::optional<uint32_t>* out) {
-      uint32_t v = 0;
-      if (b->Has(field) && b->Uint(field, &v, 1))
-        *out = v;
-      else
-        b->Uint(field, &v);  // marks the field as known
-    };
-    read("maxConnections", &cb.max_connections);
-    read("maxPendingRequests", &cb.max_pending_requests);
-    read("maxRequests", &cb.max_requests);
-    read("maxRetries", &cb.max_retries);
-    b->RejectUnknownFields();
-    spec.circuit_breakers = cb;
-  }
-  if (auto h = c.Map("healthCheck")) {
-    HealthCheck hc;
-    h->String("path", &hc.path);
-    h->Duration("interval", &hc.interval);
-    h->Duration("timeout", &hc.timeout);
-    h->Uint("healthyThreshold", &hc.healthy_threshold, 1, 100);
-    h->Uint("unhealthyThreshold", &hc.unhealthy_threshold, 1, 100);
-    if (hc.interval <= absl::ZeroDuration()) h->FieldError("interval", "must be greater than zero");
-    if (hc.timeout <= absl::ZeroDuration()) h->FieldError("timeout", "must be greater than zero");
-    if (hc.path.empty() || hc.path[0] != '/') h->FieldError("path", "must start with /");
-    h->RejectUnknownFields();
-    spec.health_check = hc;
-  }
-  if (auto o = c.Map("outlierDetection")) {
-    OutlierDetection od;
-    o->Uint("consecutive5xx", &od.consecutive_5xx, 1, 1000);
-    o->Duration("interval", &od.interval);
-    o->Duration("baseEjectionTime", &od.base_ejection_time);
-    o->Uint("maxEjectionPercent", &od.max_ejection_percent, 0, 100);
-    if (od.interval <= absl::ZeroDuration()) o->FieldError("interval", "must be greater than zero");
-    o->RejectUnknownFields();
-    spec.outlier_detection = od;
-  }
+  if (auto b = c.Map("circuitBreakers")) spec.circuit_breakers = DecodeCircuitBreakers(*b);
+  if (auto h = c.Map("healthCheck")) spec.health_check = DecodeHealthCheck(*h);
+  if (auto o = c.Map("outlierDetection")) spec.outlier_detection = DecodeOutlierDetection(*o);
   c.RejectUnknownFields();
   return spec;
 }
@@ -579,6 +591,76 @@ constexpr const char* kServerSetMetadata[] = {
     "managedFields", "selfLink",        "deletionTimestamp", "deletionGracePeriodSeconds",
     "finalizers",    "ownerReferences", "generateName"};
 
+ObjectMeta DecodeMetadata(YamlCursor& m) {
+  ObjectMeta meta;
+  m.String("name", &meta.name, true);
+  m.String("namespace", &meta.ns);
+  if (meta.ns.empty()) meta.ns = "default";
+  if (!ValidNamespace(meta.ns)) {
+    m.FieldError("namespace",
+                 "must be at most 63 lowercase letters, digits or '-', starting "
+                 "and ending with a letter or digit");
+  }
+  if (!meta.name.empty() && !ValidName(meta.name)) {
+    m.FieldError("name",
+                 "must be lowercase letters, digits, '-' or '.', starting and ending "
+                 "with a letter or digit");
+  }
+  m.StringMap("labels", &meta.labels);
+  std::map<std::string, std::string> annotations;
+  m.StringMap("annotations", &annotations);
+  for (const char* field : kServerSetMetadata) m.Ignore(field);
+  m.RejectUnknownFields();
+  return meta;
+}
+
+VirtualServiceSpec DecodeVirtualService(YamlCursor& spec) {
+  VirtualServiceSpec vs;
+  spec.StringList("domains", &vs.domains);
+  if (vs.domains.empty()) spec.FieldError("domains", "must list at least one domain");
+  for (size_t i = 0; i < vs.domains.size(); ++i) {
+    if (std::string why = DomainError(vs.domains[i]); !why.empty()) {
+      spec.ItemError("domains", i, absl::StrCat("\"", vs.domains[i], "\": ", why));
+    }
+  }
+  vs.routes = DecodeRoutes(spec);
+  spec.RejectUnknownFields();
+  return vs;
+}
+
+RouteTableSpec DecodeRouteTable(YamlCursor& spec) {
+  RouteTableSpec rt;
+  spec.Int("weight", &rt.weight);
+  rt.routes = DecodeRoutes(spec);
+  spec.RejectUnknownFields();
+  return rt;
+}
+
+SecretSpec DecodeSecret(YamlCursor& spec) {
+  SecretSpec secret;
+  spec.Text("certificate", &secret.certificate, true);
+  spec.Text("privateKey", &secret.private_key, true);
+  spec.RejectUnknownFields();
+  return secret;
+}
+
+using ObjectSpec = decltype(GatewayObject::spec);
+
+// The spec of a `kind_name` object; nullopt for an unknown kind (an error
+// on `kind` then).
+std::optional<ObjectSpec> DecodeSpec(const std::string& kind_name, YamlCursor& spec,
+                                     YamlCursor& root) {
+  if (kind_name == kind::kUpstream) return DecodeUpstream(spec);
+  if (kind_name == kind::kVirtualService) return DecodeVirtualService(spec);
+  if (kind_name == kind::kRouteTable) return DecodeRouteTable(spec);
+  if (kind_name == kind::kGateway) return DecodeGateway(spec);
+  if (kind_name == kind::kSecret) return DecodeSecret(spec);
+  if (!kind_name.empty()) {
+    root.FieldError("kind", "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret");
+  }
+  return std::nullopt;
+}
+
 DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file) {
   DecodedObject decoded;
   decoded.location = {file, document.Mark().line + 1};
@@ -593,24 +675,7 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
   }
   GatewayObject object;
   if (auto m = root.Map("metadata")) {
-    m->String("name", &object.meta.name, true);
-    m->String("namespace", &object.meta.ns);
-    if (object.meta.ns.empty()) object.meta.ns = "default";
-    if (!ValidNamespace(object.meta.ns)) {
-      m->FieldError("namespace",
-                    "must be at most 63 lowercase letters, digits or '-', starting "
-                    "and ending with a letter or digit");
-    }
-    if (!object.meta.name.empty() && !ValidName(object.meta.name)) {
-      m->FieldError("name",
-                    "must be lowercase letters, digits, '-' or '.', starting and ending "
-                    "with a letter or digit");
-    }
-    m->StringMap("labels", &object.meta.labels);
-    std::map<std::string, std::string> annotations;
-    m->StringMap("annotations", &annotations);
-    for (const char* field : kServerSetMetadata) m->Ignore(field);
-    m->RejectUnknownFields();
+    object.meta = DecodeMetadata(*m);
   } else {
     root.FieldError("metadata", "required");
   }
@@ -619,39 +684,12 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
     decoded.key = ObjectKey{kind_name, object.meta.ns, object.meta.name};
   }
 
-  std::optional<YamlCursor> spec = root.Map("spec");
-  if (!spec) {
-    if (!root.Has("spec")) root.FieldError("spec", "required");
-  } else if (kind_name == kind::kUpstream) {
-    object.spec = DecodeUpstream(*spec);
-  } else if (kind_name == kind::kVirtualService) {
-    VirtualServiceSpec vs;
-    spec->StringList("domains", &vs.domains);
-    if (vs.domains.empty()) spec->FieldError("domains", "must list at least one domain");
-    for (size_t i = 0; i < vs.domains.size(); ++i) {
-      if (std::string why = DomainError(vs.domains[i]); !why.empty()) {
-        spec->ItemError("domains", i, absl::StrCat("\"", vs.domains[i], "\": ", why));
-      }
+  if (std::optional<YamlCursor> spec = root.Map("spec")) {
+    if (std::optional<ObjectSpec> decoded_spec = DecodeSpec(kind_name, *spec, root)) {
+      object.spec = *std::move(decoded_spec);
     }
-    vs.routes = DecodeRoutes(*spec);
-    spec->RejectUnknownFields();
-    object.spec = vs;
-  } else if (kind_name == kind::kRouteTable) {
-    RouteTableSpec rt;
-    spec->Int("weight", &rt.weight);
-    rt.routes = DecodeRoutes(*spec);
-    spec->RejectUnknownFields();
-    object.spec = rt;
-  } else if (kind_name == kind::kGateway) {
-    object.spec = DecodeGateway(*spec);
-  } else if (kind_name == kind::kSecret) {
-    SecretSpec secret;
-    spec->Text("certificate", &secret.certificate, true);
-    spec->Text("privateKey", &secret.private_key, true);
-    spec->RejectUnknownFields();
-    object.spec = secret;
-  } else if (!kind_name.empty()) {
-    root.FieldError("kind", "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret");
+  } else if (!root.Has("spec")) {
+    root.FieldError("spec", "required");
   }
   root.Ignore("status");  // written by holdfast's leader, never read back
   root.RejectUnknownFields();
