@@ -21,6 +21,27 @@ inline void AppendVarint(uint64_t value, std::string* out) {
   out->append(buf, n);
 }
 
+inline size_t VarintSize(uint64_t value) {
+  size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Size of field `field` with wire type LEN holding `length` bytes.
+inline size_t LengthDelimitedSize(int field, size_t length) {
+  return VarintSize((static_cast<uint64_t>(field) << 3) | 2) + VarintSize(length) + length;
+}
+
+// Appends the tag and length of field `field` with wire type LEN, for
+// `length` bytes the caller appends next.
+inline void AppendLengthDelimitedHeader(int field, size_t length, std::string* out) {
+  AppendVarint((static_cast<uint64_t>(field) << 3) | 2, out);
+  AppendVarint(length, out);
+}
+
 // Appends field `field` with wire type LEN: tag, length, bytes.
 inline void AppendLengthDelimited(int field, absl::string_view bytes, std::string* out) {
   AppendVarint((static_cast<uint64_t>(field) << 3) | 2, out);

@@ -1,8 +1,8 @@
 #include "src/snapshot/resource.h"
 
-#include "src/common/protowire.h"
+#include <openssl/evp.h>
 
-#include <openssl/sha.h>
+#include <memory>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +10,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "src/common/protowire.h"
 
 namespace holdfast {
 namespace {
@@ -24,14 +25,19 @@ std::string SerializeDeterministic(const google::protobuf::Message& message) {
   return out;
 }
 
-
 }  // namespace
 
-std::string ContentDigest(absl::string_view bytes) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), 8));
+std::string ContentDigest(absl::string_view bytes) { return ContentDigest({bytes}); }
+
+std::string ContentDigest(std::initializer_list<absl::string_view> parts) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
+                                                                  &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
+  for (absl::string_view part : parts) EVP_DigestUpdate(context.get(), part.data(), part.size());
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(context.get(), digest, &length);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 
 absl::string_view TypeNameOf(absl::string_view type_url) {
@@ -77,19 +83,30 @@ const google::protobuf::Message* Resource::message() const {
 
 void Resource::Encode() {
   // Name and type are part of the version: renaming a resource is a change.
-  version_ = ContentDigest(absl::StrCat(type_url_, "\n", name_, "\n", serialized_));
+  // Digested in parts and written once into each wire form: a gateway's
+  // route configuration can be tens of MB, re-encoded on every change.
+  version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
 
-  std::string any;  // google.protobuf.Any{type_url = 1, value = 2}
-  AppendLengthDelimited(1, type_url_, &any);
-  AppendLengthDelimited(2, serialized_, &any);
-  AppendLengthDelimited(2, any, &sotw_wire_);  // DiscoveryResponse.resources = 2
+  // google.protobuf.Any{type_url = 1, value = 2}
+  const size_t any_size =
+      LengthDelimitedSize(1, type_url_.size()) + LengthDelimitedSize(2, serialized_.size());
+  auto append_any = [&](std::string* out) {
+    AppendLengthDelimited(1, type_url_, out);
+    AppendLengthDelimited(2, serialized_, out);
+  };
+  sotw_wire_.reserve(LengthDelimitedSize(2, any_size));
+  AppendLengthDelimitedHeader(2, any_size, &sotw_wire_);  // DiscoveryResponse.resources = 2
+  append_any(&sotw_wire_);
 
   // envoy.service.discovery.v3.Resource{version = 1, resource = 2, name = 3}
-  std::string delta_resource;
-  AppendLengthDelimited(1, version_, &delta_resource);
-  AppendLengthDelimited(2, any, &delta_resource);
-  AppendLengthDelimited(3, name_, &delta_resource);
-  AppendLengthDelimited(2, delta_resource, &delta_wire_);  // DeltaDiscoveryResponse.resources = 2
+  const size_t delta_size = LengthDelimitedSize(1, version_.size()) +
+                            LengthDelimitedSize(2, any_size) + LengthDelimitedSize(3, name_.size());
+  delta_wire_.reserve(LengthDelimitedSize(2, delta_size));
+  AppendLengthDelimitedHeader(2, delta_size, &delta_wire_);  // DeltaDiscoveryResponse.resources
+  AppendLengthDelimited(1, version_, &delta_wire_);
+  AppendLengthDelimitedHeader(2, any_size, &delta_wire_);
+  append_any(&delta_wire_);
+  AppendLengthDelimited(3, name_, &delta_wire_);
 }
 
 }  // namespace holdfast

@@ -1,19 +1,21 @@
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 
 namespace holdfast {
 
 // Type URLs of the resource kinds the server knows how to order and check.
 namespace type_url {
-inline constexpr absl::string_view kListener = "type.googleapis.com/envoy.config.listener.v3.Listener";
+inline constexpr absl::string_view kListener =
+    "type.googleapis.com/envoy.config.listener.v3.Listener";
 inline constexpr absl::string_view kRouteConfiguration =
     "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
 inline constexpr absl::string_view kCluster = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
@@ -21,7 +23,8 @@ inline constexpr absl::string_view kClusterLoadAssignment =
     "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
 inline constexpr absl::string_view kSecret =
     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
-inline constexpr absl::string_view kRuntime = "type.googleapis.com/envoy.service.runtime.v3.Runtime";
+inline constexpr absl::string_view kRuntime =
+    "type.googleapis.com/envoy.service.runtime.v3.Runtime";
 }  // namespace type_url
 
 // One xDS resource at one version: immutable once built, shared by every
@@ -74,6 +77,8 @@ using ResourceMap = std::map<std::string, ResourcePtr, std::less<>>;
 
 // Hex digest (16 chars) used for resource and type versions.
 std::string ContentDigest(absl::string_view bytes);
+// The same of the parts' concatenation, without concatenating them.
+std::string ContentDigest(std::initializer_list<absl::string_view> parts);
 
 // "type.googleapis.com/a.b.C" -> "a.b.C".
 absl::string_view TypeNameOf(absl::string_view type_url);
