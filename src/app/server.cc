@@ -182,7 +182,8 @@ absl::Status Server::StartXds(const RolloutPolicies& rollout) {
                         .clock = &clock_,
                         .control_plane_id = options_.control_plane_id,
                         .limits = StreamLimits{},
-                        .identity = &*identity_};
+                        .identity = &*identity_,
+                        .canary_of = {}};
   if (rollout.enabled()) {
     context.canary_of = [policies = rollout](const envoy::config::core::v3::Node& node,
                                              const std::string& group) {
