@@ -2,13 +2,13 @@
 
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "grpcpp/grpcpp.h"
 #include "src/common/log.h"
+#include "src/etcd/watch_keeper.h"
 
 namespace holdfast {
 namespace {
@@ -73,6 +73,28 @@ gpr_timespec Deadline(absl::Duration timeout) {
                       gpr_time_from_micros(absl::ToInt64Microseconds(timeout), GPR_TIMESPAN));
 }
 
+etcdserverpb::WatchRequest CreateWatchRequest(const WatchOptions& options) {
+  etcdserverpb::WatchRequest create;
+  create.mutable_create_request()->set_key(options.prefix);
+  create.mutable_create_request()->set_range_end(PrefixRangeEnd(options.prefix));
+  create.mutable_create_request()->set_start_revision(options.start_revision);
+  create.mutable_create_request()->set_progress_notify(true);
+  return create;
+}
+
+WatchBatch ToWatchBatch(const etcdserverpb::WatchResponse& response) {
+  WatchBatch batch;
+  batch.revision = response.header().revision();
+  for (const mvccpb::Event& event : response.events()) {
+    WatchEvent out;
+    out.type =
+        event.type() == mvccpb::Event::DELETE ? WatchEvent::Type::kDelete : WatchEvent::Type::kPut;
+    out.kv = FromProto(event.kv());
+    batch.events.push_back(std::move(out));
+  }
+  return batch;
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {}
@@ -108,8 +130,7 @@ absl::Status EtcdClient::Connect() {
   }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, absl::ToInt64Milliseconds(options_.keepalive_time));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-              absl::ToInt64Milliseconds(options_.keepalive_timeout));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, absl::ToInt64Milliseconds(options_.keepalive_timeout));
   // etcd closes connections that ping while idle (PermitWithoutStream=false).
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
@@ -320,8 +341,7 @@ absl::StatusOr<int64_t> EtcdClient::Delete(const std::string& key, bool prefix) 
   return response.deleted();
 }
 
-absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
-    const etcdserverpb::TxnRequest& request) {
+absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request) {
   etcdserverpb::TxnResponse response;
   absl::Status status = Call("txn", [&](Endpoint& e, grpc::ClientContext& c) {
     return e.kv->Txn(&c, request, &response);
@@ -350,7 +370,8 @@ absl::StatusOr<int64_t> EtcdClient::LeaseGrant(absl::Duration ttl) {
       },
       /*checks_access=*/false);
   if (!status.ok()) return status;
-  if (!response.error().empty()) return absl::InternalError("etcd lease grant: " + response.error());
+  if (!response.error().empty())
+    return absl::InternalError("etcd lease grant: " + response.error());
   return response.id();
 }
 
@@ -395,7 +416,7 @@ absl::Status EtcdClient::LeaseRevoke(int64_t lease) {
 absl::Status EtcdClient::Watch(const WatchOptions& options,
                                const std::function<void(const WatchBatch&)>& on_batch,
                                absl::Notification* stop, int64_t* compacted_revision) {
-  size_t index = current_.load() % endpoints_.size();
+  const size_t index = current_.load() % endpoints_.size();
   Endpoint& endpoint = endpoints_[index];
   if (absl::Status auth = EnsureToken(endpoint); !auth.ok()) {
     if (IsEndpointFailure(auth)) {
@@ -410,100 +431,24 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
   Prepare(context, absl::InfiniteDuration());
   // Without a leader the member cancels the watch instead of going quiet.
   context.AddMetadata("hasleader", "true");
-  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
-      stream = endpoint.watch->Watch(&context);
-
-  etcdserverpb::WatchRequest create;
-  create.mutable_create_request()->set_key(options.prefix);
-  create.mutable_create_request()->set_range_end(PrefixRangeEnd(options.prefix));
-  create.mutable_create_request()->set_start_revision(options.start_revision);
-  create.mutable_create_request()->set_progress_notify(true);
-
-  if (!stream->Write(create)) {
+  std::unique_ptr<WatchKeeper::Stream> stream = endpoint.watch->Watch(&context);
+  if (!stream->Write(CreateWatchRequest(options))) {
     context.TryCancel();
     grpc::Status finish = stream->Finish();
     current_.store((index + 1) % endpoints_.size());
-    return FromGrpc(finish.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : finish,
-                    "watch", endpoint.address);
+    return FromGrpc(
+        finish.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : finish,
+        "watch", endpoint.address);
   }
 
-  absl::Mutex mu;
-  absl::Duration last_heard = Clock::Real().Monotonic();
-  bool stalled = false;
-  absl::Notification done;
-  // Asks for progress now and then, and cancels the stream when it has been
-  // silent too long or when told to stop.
-  std::thread watchdog([&] {
-    while (!done.WaitForNotificationWithTimeout(options.progress_interval)) {
-      if (stop->HasBeenNotified()) break;  // the stopper cancels
-      {
-        absl::MutexLock lock(&mu);
-        if (Clock::Real().Monotonic() - last_heard > options.stall_timeout) {
-          stalled = true;
-          context.TryCancel();
-          break;
-        }
-      }
-      etcdserverpb::WatchRequest progress;
-      progress.mutable_progress_request();
-      stream->Write(progress);
-    }
-  });
-  // Stop also wakes the watchdog promptly.
-  std::thread stopper([&] {
-    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
-      if (stop->HasBeenNotified()) {
-        context.TryCancel();
-        break;
-      }
-    }
-  });
-
-  absl::Status result;
-  {
-    etcdserverpb::WatchResponse response;
-    while (stream->Read(&response)) {
-      {
-        absl::MutexLock lock(&mu);
-        last_heard = Clock::Real().Monotonic();
-      }
-      RecordSuccess();
-      if (response.compact_revision() > 0) {
-        if (compacted_revision) *compacted_revision = response.compact_revision();
-        result = absl::OutOfRangeError(absl::StrCat("etcd watch from revision ",
-                                                    options.start_revision,
-                                                    " : compacted at ", response.compact_revision()));
-        break;
-      }
-      if (response.canceled()) {
-        result = absl::UnavailableError(absl::StrCat("etcd watch at ", endpoint.address,
-                                                     " canceled: ", response.cancel_reason()));
-        if (absl::StrContains(response.cancel_reason(), "permission denied")) {
-          result = absl::PermissionDeniedError(result.message());
-          RecordRefused(result);
-        }
-        break;
-      }
-      if (response.created() && response.events().empty()) continue;
-      WatchBatch batch;
-      batch.revision = response.header().revision();
-      for (const mvccpb::Event& event : response.events()) {
-        WatchEvent out;
-        out.type = event.type() == mvccpb::Event::DELETE ? WatchEvent::Type::kDelete
-                                                         : WatchEvent::Type::kPut;
-        out.kv = FromProto(event.kv());
-        batch.events.push_back(std::move(out));
-      }
-      on_batch(batch);
-    }
-  }
-  done.Notify();
+  WatchKeeper keeper(options, stop, &context, stream.get(), Clock::Real());
+  keeper.Start();
+  absl::Status result =
+      ReadWatch(*stream, endpoint.address, options, on_batch, &keeper, compacted_revision);
   // A stream we walked away from is still open: close it. One that ended on
   // its own keeps its real status for Finish.
   if (!result.ok()) context.TryCancel();
-  // No write may race with Finish: the watchdog goes first.
-  watchdog.join();
-  stopper.join();
+  keeper.Stop();  // no write may race with Finish
   grpc::Status finish = stream->Finish();
   if (stop->HasBeenNotified()) return absl::CancelledError("watch stopped");
   if (!result.ok()) {
@@ -511,17 +456,46 @@ absl::Status EtcdClient::Watch(const WatchOptions& options,
     return result;
   }
   current_.store((index + 1) % endpoints_.size());
-  bool was_stalled;
-  {
-    absl::MutexLock lock(&mu);
-    was_stalled = stalled;
-  }
-  if (was_stalled) {
-    return absl::DeadlineExceededError(absl::StrCat("etcd watch at ", endpoint.address, ": no answer for ",
+  if (keeper.stalled()) {
+    return absl::DeadlineExceededError(absl::StrCat("etcd watch at ", endpoint.address,
+                                                    ": no answer for ",
                                                     absl::FormatDuration(options.stall_timeout)));
   }
+  return WatchEnded(finish, endpoint.address);
+}
+
+absl::Status EtcdClient::ReadWatch(WatchKeeper::Stream& stream, const std::string& address,
+                                   const WatchOptions& options,
+                                   const std::function<void(const WatchBatch&)>& on_batch,
+                                   WatchKeeper* keeper, int64_t* compacted_revision) {
+  etcdserverpb::WatchResponse response;
+  while (stream.Read(&response)) {
+    keeper->Heard();
+    RecordSuccess();
+    if (response.compact_revision() > 0) {
+      if (compacted_revision) *compacted_revision = response.compact_revision();
+      return absl::OutOfRangeError(absl::StrCat("etcd watch from revision ", options.start_revision,
+                                                " : compacted at ", response.compact_revision()));
+    }
+    if (response.canceled()) {
+      const std::string reason =
+          absl::StrCat("etcd watch at ", address, " canceled: ", response.cancel_reason());
+      if (!absl::StrContains(response.cancel_reason(), "permission denied")) {
+        return absl::UnavailableError(reason);
+      }
+      absl::Status refused = absl::PermissionDeniedError(reason);
+      RecordRefused(refused);
+      return refused;
+    }
+    if (response.created() && response.events().empty()) continue;
+    on_batch(ToWatchBatch(response));
+  }
+  return absl::OkStatus();  // the stream ended: Finish says why
+}
+
+absl::Status EtcdClient::WatchEnded(const grpc::Status& finish, const std::string& address) {
   if (finish.ok()) return absl::UnavailableError("etcd watch closed by the server");
-  absl::Status ended = FromGrpc(finish, "watch", endpoint.address);
+  absl::Status ended = FromGrpc(finish, "watch", address);
   if (IsAuthFailure(ended)) {
     absl::MutexLock lock(&token_mu_);
     token_.clear();

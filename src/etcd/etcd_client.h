@@ -18,6 +18,8 @@
 
 namespace holdfast {
 
+class WatchKeeper;
+
 struct EtcdClientOptions {
   // "host:port", "http://host:port" or "https://host:port". Calls go to one
   // endpoint at a time and move to the next when it fails.
@@ -110,6 +112,16 @@ class EtcdClient : public KeyValueStore {
   absl::Status Authenticate(Endpoint& endpoint);
   // Authenticates unless there is no user or a token is already held.
   absl::Status EnsureToken(Endpoint& endpoint);
+
+  // Reads `stream` until it ends (OK: Finish says why), is compacted past
+  // (OutOfRange) or is canceled by the member.
+  absl::Status ReadWatch(
+      grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>& stream,
+      const std::string& address, const WatchOptions& options,
+      const std::function<void(const WatchBatch&)>& on_batch, WatchKeeper* keeper,
+      int64_t* compacted_revision);
+  // What a watch stream that ended on its own, with `finish`, means.
+  absl::Status WatchEnded(const grpc::Status& finish, const std::string& address);
 
   // The store answered (if only to say no); `access_checked`: the call
   // was checked against the user's permissions and allowed.

@@ -1,11 +1,11 @@
 // EtcdClient and EtcdConfigSource against a real etcd server.
 #include "src/etcd/etcd_client.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
 #include "absl/strings/match.h"
-
 #include "gtest/gtest.h"
 #include "src/source/config_etcd.h"
 #include "test/etcd/etcd_test_server.h"
@@ -59,7 +59,8 @@ TEST(EtcdClient, FailsOverToAnEndpointThatAnswers) {
 TEST(EtcdClient, AuthenticatesWithUsernameAndPassword) {
   EtcdTestServer server;
   std::string etcdctl = absl::StrCat("ETCDCTL_API=3 etcdctl --endpoints ", server.endpoint(), " ");
-  ASSERT_EQ(std::system((etcdctl + "user add root:s3cret --interactive=false >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((etcdctl + "user add root:s3cret --interactive=false >/dev/null").c_str()),
+            0);
   ASSERT_EQ(std::system((etcdctl + "auth enable >/dev/null").c_str()), 0);
 
   EtcdClientOptions options;
@@ -144,8 +145,8 @@ TEST(EtcdClient, WatchDeliversEventsInOrderAndReportsCompaction) {
         WatchOptions{.prefix = "/w/", .start_revision = start},
         [&](const WatchBatch& batch) {
           for (const WatchEvent& e : batch.events) {
-            seen.push_back(absl::StrCat(e.type == WatchEvent::Type::kPut ? "put " : "delete ",
-                                        e.kv.key));
+            seen.push_back(
+                absl::StrCat(e.type == WatchEvent::Type::kPut ? "put " : "delete ", e.kv.key));
           }
           if (seen.size() >= 3 && !stop.HasBeenNotified()) stop.Notify();
         },
@@ -159,8 +160,9 @@ TEST(EtcdClient, WatchDeliversEventsInOrderAndReportsCompaction) {
   ASSERT_TRUE(client->Compact(now).ok());
   absl::Notification never;
   int64_t compacted = 0;
-  absl::Status ended = client->Watch(WatchOptions{.prefix = "/w/", .start_revision = start},
-                                     [](const WatchBatch&) {}, &never, &compacted);
+  absl::Status ended = client->Watch(
+      WatchOptions{.prefix = "/w/", .start_revision = start}, [](const WatchBatch&) {}, &never,
+      &compacted);
   EXPECT_TRUE(absl::IsOutOfRange(ended)) << ended;
   EXPECT_EQ(compacted, now);
 }
@@ -174,12 +176,55 @@ TEST(EtcdClient, WatchEndsWhenTheServerDies) {
     server.Kill();
   });
   absl::Status ended = client->Watch(
-      WatchOptions{.prefix = "/x/", .progress_interval = absl::Milliseconds(200),
+      WatchOptions{.prefix = "/x/",
+                   .progress_interval = absl::Milliseconds(200),
                    .stall_timeout = absl::Seconds(2)},
       [](const WatchBatch&) {}, &stop);
   killer.join();
   EXPECT_FALSE(ended.ok());
   EXPECT_FALSE(absl::IsCancelled(ended)) << ended;
+}
+
+// Nothing arrives on an idle watch; stop ends it all the same.
+TEST(EtcdClient, IdleWatchEndsWhenStopped) {
+  EtcdTestServer server;
+  auto client = server.Client();
+  absl::Notification stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.Notify();
+  });
+  absl::Status ended = client->Watch(
+      WatchOptions{.prefix = "/idle/"}, [](const WatchBatch&) {}, &stop);
+  stopper.join();
+  EXPECT_TRUE(absl::IsCancelled(ended)) << ended;
+}
+
+// An idle watch lives on progress answers; once the member is paused (it
+// keeps the connection open and answers nothing) the watch ends as stalled
+// after stall_timeout, long before the connection's keepalive would notice
+// (10 s + 5 s), and as DeadlineExceeded, which only the stall check returns.
+TEST(EtcdClient, IdleWatchLivesOnProgressAndEndsWhenTheMemberFallsSilent) {
+  EtcdTestServer server;
+  auto client = server.Client();
+  absl::Notification stop;
+  std::atomic<bool> paused = false;
+  std::thread pauser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 stall timeouts
+    server.Pause();
+    paused = true;
+  });
+  absl::Status ended = client->Watch(
+      WatchOptions{.prefix = "/quiet/",
+                   .progress_interval = absl::Milliseconds(200),
+                   .stall_timeout = absl::Seconds(1)},
+      [](const WatchBatch&) {}, &stop);
+  const bool ended_after_pause = paused;
+  pauser.join();
+  server.Resume();
+  EXPECT_TRUE(ended_after_pause) << "the idle watch ended while the member answered: " << ended;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(ended)) << ended;
+  EXPECT_TRUE(absl::StrContains(ended.message(), "no answer for 1s")) << ended;
 }
 
 // The source keeps what it served while the store is down, and catches up

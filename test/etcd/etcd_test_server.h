@@ -88,8 +88,8 @@ class EtcdTestServer {
       execl("/usr/bin/etcd", "etcd", "--name", "default", "--data-dir", data.c_str(),
             "--listen-client-urls", client_url.c_str(), "--advertise-client-urls",
             client_url.c_str(), "--listen-peer-urls", peer_url.c_str(),
-            "--initial-advertise-peer-urls", peer_url.c_str(), "--initial-cluster",
-            cluster.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+            "--initial-advertise-peer-urls", peer_url.c_str(), "--initial-cluster", cluster.c_str(),
+            "--log-level", "warn", static_cast<char*>(nullptr));
       _exit(127);
     }
     // Probe with plain TCP first: a gRPC channel that saw "connection
@@ -116,6 +116,11 @@ class EtcdTestServer {
     return ok;
   }
 
+  // SIGSTOP / SIGCONT: the member keeps its connections open and answers
+  // nothing, like one behind a blackhole.
+  void Pause() { kill(pid_, SIGSTOP); }
+  void Resume() { kill(pid_, SIGCONT); }
+
   void Kill() {
     if (pid_ <= 0) return;
     kill(pid_, SIGKILL);
@@ -140,13 +145,16 @@ class EtcdTestServer {
   void MakeCertificates() {
     std::string script = absl::StrCat(
         "set -e; cd ", dir_, "; exec >certs.log 2>&1; ",
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.crt; ",
-        "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ext.cnf; ",
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out "
+        "ca.crt; ",
+        "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > "
+        "ext.cnf; ",
         "for who in server client; do ",
         "openssl req -newkey rsa:2048 -nodes -subj /CN=\\$who -keyout \\$who.key -out \\$who.csr; ",
         "openssl x509 -req -in \\$who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 ",
         "-extfile ext.cnf -out \\$who.crt; done");
-    ASSERT_EQ(std::system(("bash -c \"" + script + "\"").c_str()), 0) << "see " << dir_ << "/certs.log";
+    ASSERT_EQ(std::system(("bash -c \"" + script + "\"").c_str()), 0)
+        << "see " << dir_ << "/certs.log";
   }
 
   Options options_;
