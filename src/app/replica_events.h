@@ -58,7 +58,7 @@ class ReplicaEvents {
   absl::Time store_lost_at_ = absl::InfinitePast();
 };
 
-// Observes a replica once a second on a thread of its own.
+// Observes a replica once a second, on a Poller.
 class ReplicaEventWatch {
  public:
   ReplicaEventWatch(EventLog* log, const Clock& clock, std::function<ReplicaObservation()> observe)
