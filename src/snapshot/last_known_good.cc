@@ -65,6 +65,7 @@ void LastKnownGood::Start() {
 
 void LastKnownGood::ServePersistedIfNoLive() {
   absl::MutexLock lock(&mu_);
+  state_.grace_over = true;
   if (state_.serving_live || state_.persisted == nullptr) return;
   state_.serving_persisted = true;
   serving_persisted_->Set(1);

@@ -30,6 +30,7 @@ class LastKnownGood {
   struct State {
     bool serving_live = false;
     bool serving_persisted = false;
+    bool grace_over = false;    // the grace period at start has ended
     SnapshotPtr persisted;      // what was read from disk at start, if valid
     std::string restore_error;  // why nothing was restored (no file, damaged)
     std::string persist_error;  // the last write failure, cleared on success

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "src/snapshot/last_known_good.h"
 #include "test/unit/test_resources.h"
@@ -105,7 +106,26 @@ TEST_F(SnapshotFileTest, PersistedSnapshotIsServedWhenNothingLiveArrivesInTime) 
   last_good.Stop();
 }
 
-TEST_F(SnapshotFileTest, LiveConfigWithinGraceWinsAndDamagedFileIsNeverServed) {
+TEST_F(SnapshotFileTest, LiveConfigWithinGraceWinsOverAGoodPersistedSnapshot) {
+  SnapshotPtr served_before = Chain("a", 8081);
+  ASSERT_TRUE(WriteSnapshotFile(*served_before, path_).ok());
+  MetricsRegistry metrics;
+  SnapshotCache cache;
+  LastKnownGood last_good({.state_dir = dir_, .grace = absl::Milliseconds(100)}, &cache,
+                          Clock::Real(), &metrics);
+  last_good.Start();
+  ASSERT_NE(last_good.state().persisted, nullptr);
+  SnapshotPtr live = Chain("b", 9091);
+  last_good.PublishLive(live);
+  ASSERT_TRUE(Eventually([&] { return last_good.state().grace_over; }));
+  EXPECT_EQ(cache.Current(cache.default_group()).snapshot->version(), live->version());
+  EXPECT_FALSE(last_good.state().serving_persisted);
+  EXPECT_TRUE(
+      absl::StrContains(metrics.RenderPrometheus(), "holdfast_serving_persisted_snapshot 0"));
+  last_good.Stop();
+}
+
+TEST_F(SnapshotFileTest, DamagedFileIsNeverServed) {
   WriteAll("HFSNAP01 but not really a snapshot file at all, just damage");
   MetricsRegistry metrics;
   SnapshotCache cache;
@@ -115,7 +135,7 @@ TEST_F(SnapshotFileTest, LiveConfigWithinGraceWinsAndDamagedFileIsNeverServed) {
   EXPECT_NE(last_good.state().restore_error.find("damaged"), std::string::npos)
       << last_good.state().restore_error;
   EXPECT_TRUE(std::filesystem::exists(path_ + ".damaged"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(Eventually([&] { return last_good.state().grace_over; }));
   EXPECT_EQ(cache.Current(cache.default_group()).snapshot, nullptr);
   EXPECT_FALSE(last_good.state().serving_persisted);
   last_good.Stop();
