@@ -139,11 +139,15 @@ def test_rotating_certificate_and_ca_keeps_every_stream(world, tmp_path):
     wait_for(new_client_served, lambda line: line.startswith("response "),
              timeout=CONVERGE_TIMEOUT, what="a client of the new CAs to be served", interval=0.5)
     served_after = time.monotonic() - rotated_at
-    # A client certificate of the old client CA is no longer accepted.
-    old = start_client(world, one, "proxy-old.shop.test")
+    # A client certificate of the old client CA is no longer accepted: the
+    # client trusts the new server CA (so its own check passes) and presents
+    # a certificate the old client CA signed.
+    old = start_client(world, two, "proxy-old.shop.test",
+                       cert=one.client_cert("proxy-old.shop.test"))
     status = wait_for(lambda: ended(old), lambda s: len(s) == 1, timeout=CONVERGE_TIMEOUT,
                       what="the old-CA client to be refused")[0]
     assert status.split()[1] == "14", status  # UNAVAILABLE: the handshake fails
+    assert responses(old) == []
 
     # Every stream opened before the rotation is still up and gets updates.
     world.xds.set_cluster(connect_timeout="2s")
