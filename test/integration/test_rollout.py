@@ -53,6 +53,10 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
     assert not any(holdfast.admin.proxy(c.node_id)["canary"] for c in others)
     before = {c.node_id: holdfast.admin.proxy(c.node_id)["types"][CDS]["acked_version"]
               for c in [canary, *others]}
+    # Counted, not only the end state: a change sent, NACKed and reverted
+    # would leave last_sent_version and nack as they were.
+    sent_before = {c.node_id: holdfast.admin.proxy(c.node_id)["types"][CDS]["responses_sent"]
+                   for c in others}
 
     bad = upstream("alpha", w.alpha.port)
     bad["spec"]["loadBalancing"] = "Random"  # valid for Envoy, NACKed by proxyless gRPC
@@ -86,6 +90,8 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
         cds = holdfast.admin.proxy(client.node_id)["types"][CDS]
         assert cds["last_sent_version"] == before[client.node_id] and cds["nack"] is None, \
             f"{client.node_id} was sent the held change: {cds}"
+        assert cds["responses_sent"] == sent_before[client.node_id] and cds["nacks"] == 0, \
+            f"{client.node_id} was sent a CDS response during the hold: {cds}"
     for client in [canary, *others]:
         client.wait_serving("alpha", since=client.mark(), timeout=CONVERGE_TIMEOUT)
 
@@ -218,6 +224,7 @@ def test_a_node_group_with_a_rollout_of_its_own_rolls_out_and_holds_alone(gatewa
 
     # A change edge's canary rejects holds edge alone.
     before = holdfast.admin.proxy(edge_other.node_id)["types"][CDS]["acked_version"]
+    sent_before = holdfast.admin.proxy(edge_other.node_id)["types"][CDS]["responses_sent"]
     bad = upstream("alpha", w.beta.port)
     bad["spec"]["loadBalancing"] = "Random"  # valid for Envoy, NACKed by proxyless gRPC
     w.config.write("upstreams.yaml", bad)
@@ -232,6 +239,7 @@ def test_a_node_group_with_a_rollout_of_its_own_rolls_out_and_holds_alone(gatewa
     assert "node group edge: 1 of 1 canaries rejected" in message, alpha
     cds = holdfast.admin.proxy(edge_other.node_id)["types"][CDS]
     assert cds["last_sent_version"] == before and cds["nack"] is None, cds
+    assert cds["responses_sent"] == sent_before and cds["nacks"] == 0, cds
     status = holdfast_cli("rollout", "status", "--admin", admin)
     assert status.returncode == 1, "held: exit 1"
     assert "node group edge:" in status.stdout and "stage      held" in status.stdout, status.stdout

@@ -53,6 +53,10 @@ def test_a_hold_seen_by_one_replica_holds_every_replica(store, backends, procs, 
         assert rollout(r)["decisions"]["shared_through"] == \
             f"etcd key {s.prefix}/rollout/decisions", rollout(r)
     before = {c.node_id: b.admin.proxy(c.node_id)["types"][CDS]["acked_version"] for c in on_b}
+    # Counted, not only the end state: a change sent, NACKed and reverted
+    # would leave last_sent_version and nack as they were.
+    sent_before = {c.node_id: b.admin.proxy(c.node_id)["types"][CDS]["responses_sent"]
+                   for c in on_b}
     first = rollout(a)["stable"]
 
     bad = upstream("alpha", alpha.port)
@@ -90,6 +94,8 @@ def test_a_hold_seen_by_one_replica_holds_every_replica(store, backends, procs, 
             cds = b.admin.proxy(c.node_id)["types"][CDS]
             assert cds["last_sent_version"] == before[c.node_id] and cds["nack"] is None, \
                 f"{c.node_id} was sent the held change: {cds}"
+            assert cds["responses_sent"] == sent_before[c.node_id] and cds["nacks"] == 0, \
+                f"{c.node_id} was sent a CDS response during the hold: {cds}"
         assert rollout(b)["stage"] == "held"
     assert_stays(b_clients_untouched, duration=2 * BAKE_S, what="b holding the change")
     for c in on_b:
