@@ -346,34 +346,27 @@ class Deployment:
     def store_fault(self, kind: str, fid: int, dur: float, leader):
         """Injects and heals one fault of the store; returns its target."""
         target = None
-        if kind == "store-blackhole-one":
+        if kind in ("store-blackhole-one", "store-reject-one"):
             target = self.rng.choice(self.names)
             self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
-            self.set_store([target], "blackhole")
+            self.cut(fid, [target], "reject" if kind == "store-reject-one" else "blackhole")
             self.mid_fault(fid, target)
             time.sleep(dur)
-            self.set_store([target], "pass")
-        elif kind == "store-reject-one":
-            target = self.rng.choice(self.names)
-            self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur)
-            self.set_store([target], "reject")
-            self.mid_fault(fid, target)
-            time.sleep(dur)
-            self.set_store([target], "pass")
+            self.uncut(fid, [target])
         elif kind == "store-blackhole-all":
             self.history.add("fault_start", id=fid, fault=kind, target="all", duration=dur)
-            self.set_store(self.names, "blackhole")
+            self.cut(fid, self.names)
             self.mid_fault(fid)
             time.sleep(dur)
-            self.set_store(self.names, "pass")
+            self.uncut(fid, self.names)
         elif kind == "store-blackhole-leader":
             target = leader or self.rng.choice(self.names)
             self.history.add("fault_start", id=fid, fault=kind, target=target, duration=dur,
                              was_leader=leader == target)
-            self.set_store([target], "blackhole")
+            self.cut(fid, [target])
             self.mid_fault(fid, target)
             time.sleep(dur)
-            self.set_store([target], "pass")
+            self.uncut(fid, [target])
         elif kind == "etcd-member-kill":
             m = self.rng.choice(self.etcd.members)
             self.history.add("fault_start", id=fid, fault=kind, target=m.name, duration=dur)
@@ -585,12 +578,29 @@ class Deployment:
             for p in self.store_proxies[n]:
                 p.set_mode(mode, **kw)
 
+    # Proxy modes that withhold the store from a replica entirely.
+    CUT_MODES = ("blackhole", "reject")
+
+    def cut(self, fid: int, names, mode: str = "blackhole", **kw) -> None:
+        """Cuts `names` off the store (every proxy of theirs in `mode`);
+        `store_cut` says from when (after the proxies applied it) for the
+        checker's store_cut_effective."""
+        self.set_store(names, mode, **kw)
+        if mode in self.CUT_MODES:
+            self.history.add("store_cut", id=fid, replicas=list(names), mode=mode)
+
+    def uncut(self, fid: int, names) -> None:
+        """Ends a cut; `store_uncut` comes before the proxies pass again."""
+        if any(p.mode in self.CUT_MODES for n in names for p in self.store_proxies[n]):
+            self.history.add("store_uncut", id=fid, replicas=list(names))
+        self.set_store(names, "pass")
+
     def cut_off(self, fid: int, target: str) -> None:
         """replica-kill-cut-off: the target loses the store."""
-        self.set_store([target], "blackhole")
+        self.cut(fid, [target])
 
     def reconnect(self, fid: int, target: str) -> None:
-        self.set_store([target], "pass")
+        self.uncut(fid, [target])
 
     # -- the nemesis --
 
@@ -750,9 +760,20 @@ class Deployment:
 
     def record_etcd_history(self) -> None:
         """Every event under the prefix since revision 1 (etcd never
-        compacts here): election keys and status writes, for fencing."""
+        compacts here): election keys and status writes, for fencing.
+        First, the highest mod_revision among the status keys now
+        (`status_revision`): the watch below must reach it, or its tail
+        was cut off (fencing fails). Read before the watch, so a status
+        written meanwhile (the replicas still run) cannot raise it."""
         current = self.etcd.revision()
         prefix = self.store.prefix
+        status_revision = status_error = None
+        try:
+            status_revision = max((kv.mod_revision
+                                   for kv in self.etcd.get_prefix(f"{prefix}/status/")),
+                                  default=0)
+        except (AssertionError, subprocess.TimeoutExpired) as e:  # EtcdError too
+            status_error = repr(e)[:500]
         count = seen_rev = 0
         for kv in etcd_history(self.etcd.live_endpoints(), f"{prefix}/", quiet=2.0, limit=30.0):
             seen_rev = max(seen_rev, kv["mod_revision"])
@@ -765,7 +786,8 @@ class Deployment:
                              mod_revision=kv["mod_revision"], value=(kv["value"] or "")[:2000])
             count += 1
         self.history.add("etcd_history", events=count, last_revision=seen_rev,
-                         current_revision=current)
+                         current_revision=current, status_revision=status_revision,
+                         **({"status_error": status_error} if status_error else {}))
 
     def close(self) -> None:
         self.stopping.set()

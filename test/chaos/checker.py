@@ -37,7 +37,10 @@ Checks:
                         client's last 5 RPCs reach the final backend
   fencing               no status write of a term after that term's
                         election key was deleted (or before it existed, or
-                        under another writer's name)
+                        under another writer's name), judged on a whole
+                        history: the recorded events reach the highest
+                        mod_revision the status keys had before the history
+                        was read (`etcd_history`'s status_revision)
   leader_after_store    after the store came back (the nemesis' fault_end,
                         once a write succeeds: to etcd, or of a Lease to
                         the API server within its 1 s request timeout), exactly
@@ -62,11 +65,14 @@ Checks:
                         writer wrote (a garbled snapshot would show otherwise)
   replicas_stopped_cleanly  every replica, stopped with SIGTERM at the end,
                         exited 0 within the grace period
-  store_cut_effective   (Kubernetes runs) every cut of replicas off the API
-                        server took effect: no proxy of a cut-off replica
+  store_cut_effective   every cut of replicas off the store (etcd:
+                        blackhole or reject of their proxies to every
+                        member; Kubernetes: a blackhole of their proxy to the
+                        API server) took effect: no proxy of a cut-off replica
                         received, during the cut, a generation whose write
                         began after the cut; and some cut had a committed
-                        write to withhold (else the check judged nothing)
+                        write to withhold from a proxy connected to a
+                        cut-off replica (else the check judged nothing)
 
 Which checks apply comes from the run's own run_start: leader_after_store
 and fencing are not judged while the run has no leader election
@@ -560,7 +566,32 @@ def check_fencing(events):
         return False, "no status write recorded (cannot judge fencing)"
     ended = sum(1 for t in terms.values() if t["end"] is not None)
     desc = f"{statuses} status writes under {len(terms)} terms ({ended} ended)"
-    return (False, f"{len(bad)} stale; {desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
+    whole, reach = etcd_history_whole(events, hist)
+    desc += f"; {reach}"
+    if bad:
+        return False, f"{len(bad)} stale; {desc}; " + "; ".join(bad[:3])
+    return whole, desc
+
+
+def etcd_history_whole(events, hist):
+    """(True, how far) when the recorded etcd history reaches, and holds
+    the write of, the status keys' highest mod_revision as the runner read
+    it before the history (a watch stopped early leaves later status
+    writes unjudged)."""
+    summary = by_kind(events, "etcd_history")
+    need = summary[-1].get("status_revision") if summary else None
+    if need is None:
+        why = summary[-1].get("status_error", "not recorded") if summary else "no etcd_history"
+        return False, f"status keys' last revision unknown ({why})"
+    last = max((e["mod_revision"] for e in hist), default=0)
+    held = need == 0 or any(e["mod_revision"] == need and e["type"] == "PUT"
+                            and e["key"].startswith("/status/") for e in hist)
+    reach = f"history to revision {last}, status keys last written at {need}"
+    if last < need:
+        return False, f"truncated: {reach}"
+    if not held:
+        return False, f"{reach}, but no status write at {need} recorded"
+    return True, reach
 
 
 def check_fencing_kube(events):
@@ -822,13 +853,18 @@ def check_store_cut_effective(events):
     for w in by_kind(events, "write"):
         write_start[w["gen"]] = min(w.get("start", w["t"]), write_start.get(w["gen"], w["t"]))
     commits = [(w.get("start", w["t"]), w["t"]) for w in by_kind(events, "write") if w["ok"]]
+    sessions = fleet_sessions(events)
     bad, withheld, unended = [], 0, 0
     for fid, replicas, frm, until in cuts:
         if until is None:
             unended += 1
             bad.append(f"cut {fid}: never ended")
             continue
-        withheld += any(frm < s and t < until for s, t in commits)
+        # Withheld: committed during the cut while some proxy of a cut-off
+        # replica was connected (one that would have got it).
+        withheld += any(frm < s and t < until and any(
+            names[x["target"]] in replicas and x["connect"] < t
+            and (x["end"] is None or x["end"] > t) for x in sessions) for s, t in commits)
         on = {}  # proxy -> the replica it is connected to (a reconnect may move it)
         for e in events:
             if e["kind"] != "fleet" or "target" not in e:
@@ -842,9 +878,11 @@ def check_store_cut_effective(events):
                 bad.append(f"cut {fid} of {','.join(replicas)}: proxy {e['p']} got gen {g} "
                            f"{e['t'] - frm:.2f}s into the cut, written "
                            f"{write_start[g] - frm:.2f}s into it")
-    desc = f"{len(cuts)} cuts, {withheld} with a committed write withheld"
+    desc = (f"{len(cuts)} cuts, {withheld} with a committed write withheld from a "
+            f"connected proxy")
     if not withheld:
-        bad.append("no write committed during any cut: nothing was judged")
+        bad.append("no write committed during any cut while a proxy of a cut-off replica "
+                   "was connected: nothing was judged")
     return (False, f"{desc}; " + "; ".join(bad[:3])) if bad else (True, desc)
 
 
@@ -863,7 +901,6 @@ CHECKS = [
     ("replicas_stopped_cleanly", check_stopped_cleanly),
     ("store_cut_effective", check_store_cut_effective),
 ]
-KUBE_ONLY = {"store_cut_effective"}
 
 
 def run_mode(events):
@@ -876,13 +913,11 @@ def run_mode(events):
 
 def not_judged(events):
     """{check: why} for the checks that do not apply to this run."""
-    store, leadership = run_mode(events)
+    _, leadership = run_mode(events)
     out = {}
     if not leadership:
         out["leader_after_store"] = "no leader election in this run"
         out["fencing"] = "no leader election in this run (no status writer)"
-    if store != "kube":
-        out.update({n: "Kubernetes runs only" for n in KUBE_ONLY})
     return out
 
 
@@ -981,6 +1016,11 @@ def _doctor_cuts(events, add):
                 {"t": t, "kind": "fleet", "ev": "gen", "p": s["p"], "gen": w["gen"],
                  "target": s["target"]}])
             break
+    # No proxy of a cut-off replica ever connected: no write withheld from one.
+    cut_off = {r for _, replicas, _, _ in store_cuts(events) for r in replicas}
+    gone = {s["p"] for s in sessions if names[s["target"]] in cut_off}
+    add(name, "no proxy of a cut-off replica connected", [
+        e for e in events if not (e["kind"] == "fleet" and e.get("p") in gone)])
     add(name, "no write committed during any cut", _replace(
         events, lambda e: e["kind"] == "write" and any(
             frm < e.get("start", e["t"]) and e["t"] < (u or float("inf"))
@@ -1118,6 +1158,16 @@ def _doctor_etcd_fencing(events, add):
                    "value": json.dumps({"writer": created["value"],
                                         "term": created["create_revision"]})})
     add("fencing", "a status written under an ended term", ev)
+    # The history's tail cut off: the last status write (and all after it)
+    # not recorded, as a watch stopped early would leave it.
+    summary = by_kind(events, "etcd_history")
+    need = summary[-1].get("status_revision") if summary else None
+    if need:
+        add("fencing", f"the history truncated before revision {need}", [
+            e for e in events if not (e["kind"] == "etcd_event" and e["mod_revision"] >= need)])
+    add("fencing", "the status keys' last revision not recorded", _replace(
+        events, lambda e: e["kind"] == "etcd_history",
+        lambda e: {k: v for k, v in e.items() if k != "status_revision"}))
 
 
 def _stale_kube_write(events):

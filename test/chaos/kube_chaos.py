@@ -180,18 +180,6 @@ class KubeDeployment(Deployment):
         except (OSError, http.client.HTTPException) as e:  # down, reset, timed out
             return -2, repr(e)[-300:]
 
-    def cut(self, fid: int, names, mode: str = "blackhole", **kw) -> None:
-        """Cuts `names` off the API server; `store_cut` says from when (after
-        the proxies applied it) for the checker's store_cut_effective."""
-        self.set_store(names, mode, **kw)
-        if mode == "blackhole":
-            self.history.add("store_cut", id=fid, replicas=list(names))
-
-    def uncut(self, fid: int, names) -> None:
-        if any(p.mode == "blackhole" for n in names for p in self.store_proxies[n]):
-            self.history.add("store_uncut", id=fid, replicas=list(names))
-        self.set_store(names, "pass")
-
     def store_fault(self, kind: str, fid: int, dur: float, leader):
         target = None
         if kind == "apiserver-blackhole-all" and not getattr(self, "incident_done", False):
@@ -244,12 +232,6 @@ class KubeDeployment(Deployment):
         else:
             raise ValueError(kind)
         return target
-
-    def cut_off(self, fid: int, target: str) -> None:
-        self.cut(fid, [target])
-
-    def reconnect(self, fid: int, target: str) -> None:
-        self.uncut(fid, [target])
 
     def wait_store_back(self, fid: int) -> None:
         """After the API server's etcd restarts, the store is back once the

@@ -39,13 +39,15 @@ def replica_obs(t, r, pid, **fields):
 
 def fleet_session(p, target, proto, connect, gens):
     """A proxy that connects, completes with gens[0], then holds the rest
-    (one a second from connect + 1)."""
+    (one a second from connect + 1); every event names its target, as
+    chaos-fleet's do."""
     ev = [{"t": connect, "kind": "fleet", "ev": "connect", "p": p, "target": target,
            "proto": proto},
           {"t": connect + 0.1, "kind": "fleet", "ev": "complete", "p": p, "target": target,
            "gen": gens[0]}]
     for i, g in enumerate(gens[1:]):
-        ev.append({"t": connect + 1.1 + i, "kind": "fleet", "ev": "gen", "p": p, "gen": g})
+        ev.append({"t": connect + 1.1 + i, "kind": "fleet", "ev": "gen", "p": p, "gen": g,
+                   "target": target})
     return ev
 
 
@@ -83,9 +85,12 @@ def restart(t, r, pid, exec_at, started_at):
 
 def synthetic_history() -> list:
     """A small run that passes every check: three replicas, a leads; a store
-    fault, a replica killed mid-write, one killed and restarted while cut
-    off (serving its persisted snapshot); proxies of both protocols; two
-    real clients (one stopped by the runner); fencing data; clean stops."""
+    fault (every replica cut off from 2.0 s to 3.2 s: generation 3 is
+    written meanwhile and reaches the proxies only at 3.3 s), a replica
+    killed mid-write, one killed and restarted while cut off from 7 s to
+    13 s (serving its persisted snapshot); proxies of both protocols; two
+    real clients (one stopped by the runner); fencing data, the status
+    keys last written at revision 6; clean stops."""
     t = 1000.0
     gen_at = lambda x: max(1, min(20, int(x)))  # noqa: E731 - gen g committed at t + g
     ev = [{"t": t, "kind": "run_start", "lease": 4.0, "retry": 1.0, "store_grace": 2.0,
@@ -104,7 +109,9 @@ def synthetic_history() -> list:
     ev += fleet_session(1, 1, "delta", t + 1.2, list(range(1, 21)))
     ev += real_client(t, "cpp-1", 0, 1.5, None, gen_at)
     ev += real_client(t, "cpp-2", 1, 1.6, 6.0, gen_at)
-    ev += fault(t, 1, "store-blackhole-all", "all", 2.0, 3.0, 2)
+    ev += fault(t, 1, "store-blackhole-all", "all", 2.0, 3.25, 2)
+    ev += [{"t": t + 2.0, "kind": "store_cut", "id": 1, "replicas": ["a", "b", "c"]},
+           {"t": t + 3.2, "kind": "store_uncut", "id": 1, "replicas": ["a", "b", "c"]}]
     # b killed while writing its snapshot, restarted.
     ev += fault(t, 2, "replica-kill", "b", 4.0, 5.6, 5,
                 note={"during_snapshot_write": True, "file_after_kill": "whole"})
@@ -113,6 +120,8 @@ def synthetic_history() -> list:
     # c killed and restarted while cut off: persisted 2.3 s after exec; a
     # proxy connects to it then; the store comes back at 13.
     ev += fault(t, 3, "replica-kill-cut-off", "c", 7.0, 13.5, 13)
+    ev += [{"t": t + 7.0, "kind": "store_cut", "id": 3, "replicas": ["c"]},
+           {"t": t + 13.0, "kind": "store_uncut", "id": 3, "replicas": ["c"]}]
     ev += restart(t, "c", 23, 8.0, 8.2)
     ev += [replica_obs(t + 8.4, "c", 23, ready=False, serving="nothing"),
            replica_obs(t + 10.3, "c", 23, serving="persisted"),
@@ -126,10 +135,14 @@ def synthetic_history() -> list:
     etcd = [("/election/1", "PUT", 2, 2, "b"), ("/election/2", "PUT", 3, 3, "a"),
             ("/election/1", "DELETE", 0, 4, ""),
             ("/status/Upstream/chaos/alpha", "PUT", 5, 5,
+             json.dumps({"writer": "a", "term": 3})),
+            ("/status/Upstream/chaos/beta", "PUT", 6, 6,
              json.dumps({"writer": "a", "term": 3}))]
     for key, typ, cr, mr, val in etcd:
         ev.append({"t": t + 22, "kind": "etcd_event", "key": key, "type": typ,
                    "create_revision": cr, "mod_revision": mr, "value": val})
+    ev.append({"t": t + 22.1, "kind": "etcd_history", "events": len(etcd), "last_revision": 7,
+               "current_revision": 7, "status_revision": 6})
     ev.append({"t": t + 23, "kind": "run_end"})
     ev += [{"t": t + 23.5, "kind": "replica_stop", "replica": r, "code": 0} for r in "abc"]
     return sorted(ev, key=lambda e: e["t"])
@@ -146,11 +159,54 @@ def test_every_check_fails_on_its_doctored_history():
     doctored = checker._doctor(events)
     assert {n for n, _, _ in doctored} == {n for n, _ in checker.active_checks(events)}, \
         doctored
-    assert {n for n, _ in checker.active_checks(events)} == \
-        {n for n, _ in checker.CHECKS} - checker.KUBE_ONLY
+    assert {n for n, _ in checker.active_checks(events)} == {n for n, _ in checker.CHECKS}
     for name, what, evs in doctored:
         res = {n: (ok, d) for n, ok, d in checker.evaluate(evs)}
         assert not res[name][0], f"doctored {name} ({what}) still passes: {res[name][1]}"
+
+
+def test_store_cuts_are_judged_in_etcd_runs():
+    """An etcd run's cuts (store_cut/store_uncut, as the nemesis records
+    them) are judged: a write withheld from a connected proxy, and a cut
+    that withheld nothing fails."""
+    events = synthetic_history()
+    ok, detail = checker.check_store_cut_effective(events)
+    assert ok and detail.startswith("2 cuts, 2 with a committed write withheld"), detail
+    # The store-blackhole-all cut did nothing: generation 3 reaches a
+    # proxy of a during it.
+    leaky = sorted(events + [{"t": 1003.1, "kind": "fleet", "ev": "gen", "p": 0, "gen": 3,
+                              "target": 0}], key=lambda e: e["t"])
+    ok, detail = checker.check_store_cut_effective(leaky)
+    assert not ok and "proxy 0 got gen 3" in detail, detail
+    # No cut recorded (the nemesis forgot to say): nothing proven.
+    ok, detail = checker.check_store_cut_effective(
+        [e for e in events if not e["kind"].startswith("store_")])
+    assert not ok and "no cut recorded" in detail, detail
+
+
+def test_fencing_needs_the_whole_etcd_history():
+    """Fencing fails when the recorded etcd history stops short of the
+    status keys' last revision, or when that revision was not recorded."""
+    events = synthetic_history()
+    ok, detail = checker.check_fencing(events)
+    assert ok and "history to revision 6, status keys last written at 6" in detail, detail
+    truncated = [e for e in events if not (e["kind"] == "etcd_event" and e["mod_revision"] == 6)]
+    ok, detail = checker.check_fencing(truncated)
+    assert not ok and "truncated: history to revision 5, status keys last written at 6" \
+        in detail, detail
+    # Some later event recorded, yet not the status write at 6.
+    gap = [dict(e, mod_revision=7, create_revision=7)
+           if e["kind"] == "etcd_event" and e["mod_revision"] == 6 else e for e in events]
+    ok, detail = checker.check_fencing(gap)
+    assert not ok and "no status write at 6 recorded" in detail, detail
+    unknown = [{k: v for k, v in e.items() if k != "status_revision"} for e in events]
+    ok, detail = checker.check_fencing(unknown)
+    assert not ok and "last revision unknown" in detail, detail
+    failed = [{k: v for k, v in dict(e, status_error="EtcdError('timeout')").items()
+               if k != "status_revision"} if e["kind"] == "etcd_history" else e
+              for e in events]
+    ok, detail = checker.check_fencing(failed)
+    assert not ok and "timeout" in detail, detail
 
 
 def test_every_doctored_case_applies_to_the_synthetic_history():
