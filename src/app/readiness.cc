@@ -54,6 +54,7 @@ nlohmann::json StoreJson(const SourceHealth& health, const LastKnownGood::State&
           {"synced", health.synced_once},
           {"last_error", health.last_error},
           {"access_error", health.access_error},
+          {"endpoint", health.endpoint},
           {"last_contact_seconds", health.last_contact == absl::Time()
                                        ? -1.0
                                        : absl::ToDoubleSeconds(clock.Now() - health.last_contact)},

@@ -69,6 +69,7 @@ SourceHealth EtcdConfigSource::health() const {
   // even while the watch still waits for its stall deadline.
   KeyValueStore::Contact contact = store_->contact();
   health.access_error = contact.refused;
+  health.endpoint = store_->current_endpoint();
   if (health.connected && contact.failing && contact.since_success > store_->call_timeout()) {
     health.connected = false;
     health.last_error = contact.last_error;

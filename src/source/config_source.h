@@ -22,6 +22,9 @@ struct SourceHealth {
   // Why the store refuses this replica's credentials or permissions, while
   // it does (it may still be connected: an open watch goes on delivering).
   std::string access_error;
+  // The store endpoint its calls go to now (etcd fails over between
+  // members); empty where there is only one.
+  std::string endpoint;
 };
 
 // A source of gateway objects. Sources translate what they read into

@@ -526,14 +526,17 @@ def test_replicas_survive_losing_an_etcd_member(store3):
                         what=f"statuses written by {leader.name}",
                         extra=lambda st: written_by(st, leader.name, term))
 
+    killed = s.etcd.members[0].endpoint
+    # The kill hits the member in use: both replicas' calls go there.
+    assert [r.store()["endpoint"] for r in reps] == [killed, killed]
     s.etcd.members[0].kill()
     s.etcd.wait_writable()
     s.apply("echo.yaml", virtual_service("echo", [route(name="default", upstream="ghost")],
                                          domains=["echo.test"]))
     for r in reps:
         wait_state(r.admin, "VirtualService", "echo", "Warning", timeout=CONVERGE_TIMEOUT)
-        wait_for(r.store, lambda st: st["connected"] is True, timeout=CONVERGE_TIMEOUT,
-                 what=f"{r.name} connected to a live member")
+        wait_for(r.store, lambda st: st["connected"] is True and st["endpoint"] != killed,
+                 timeout=CONVERGE_TIMEOUT, what=f"{r.name} connected to a live member")
     # Leadership may move while the killed member's calls fail over (a
     # renewal can miss the renew deadline), so the writer expected is the
     # leader agreed on at the moment the status is read.
