@@ -25,7 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/floor/admin_http.h"
 #include "bench/floor/floor_server.h"
-#include "src/common/memory_trim.h"
+#include "src/common/memory_trimmer.h"
 
 namespace xds_floor {
 namespace {

@@ -13,7 +13,7 @@
 #include "src/election/lease_elector.h"
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_shared_document.h"
-#include "src/source/config_kube.h"
+#include "src/source/kube_config_source.h"
 #include "src/status/kube_status_writer.h"
 
 namespace holdfast {

@@ -10,7 +10,7 @@
 #include "src/app/replica_events.h"
 #include "src/app/serve.h"
 #include "src/app/serving_source.h"
-#include "src/common/memory_trim.h"
+#include "src/common/memory_trimmer.h"
 #include "src/common/metrics.h"
 #include "src/rollout/held_objects.h"
 #include "src/rollout/rollout_controller.h"

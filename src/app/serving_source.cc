@@ -8,8 +8,8 @@
 #include "src/election/etcd_election_backend.h"
 #include "src/election/lease_elector.h"
 #include "src/etcd/etcd_shared_document.h"
-#include "src/source/config_directory.h"
-#include "src/source/config_etcd.h"
+#include "src/source/directory_config_source.h"
+#include "src/source/etcd_config_source.h"
 #include "src/source/xds_directory.h"
 #include "src/status/status_writer.h"
 
@@ -68,14 +68,14 @@ class ConfigDirectory : public ServingSource {
   void Stop() override { source_.Stop(); }
 
  private:
-  static ConfigDirectorySource::Options Options(const ServeOptions& options) {
-    ConfigDirectorySource::Options source_options;
+  static DirectoryConfigSource::Options Options(const ServeOptions& options) {
+    DirectoryConfigSource::Options source_options;
     source_options.directory = options.config_dir;
     source_options.translator.missing_upstream_status = options.missing_upstream_status;
     return source_options;
   }
 
-  ConfigDirectorySource source_;
+  DirectoryConfigSource source_;
 };
 
 // Gateway objects in etcd: the source every replica reads, and the elector

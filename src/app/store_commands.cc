@@ -8,9 +8,9 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "src/model/yaml_load.h"
-#include "src/source/config_etcd.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
+#include "src/source/etcd_config_source.h"
 #include "src/translate/translator.h"
 #include "yaml-cpp/yaml.h"
 

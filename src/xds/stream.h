@@ -15,12 +15,12 @@
 #include "src/common/clock.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/client_identity.h"
-#include "src/xds/first_request_deadline.h"
-#include "src/xds/node_group.h"
+#include "src/xds/encoded_body_cache.h"
+#include "src/xds/first_request_deadlines.h"
+#include "src/xds/node_grouper.h"
 #include "src/xds/proxy_state.h"
 #include "src/xds/stream_limits.h"
 #include "src/xds/view_cache.h"
-#include "src/xds/wire.h"
 #include "src/xds/xds_stats.h"
 
 namespace holdfast {

@@ -12,7 +12,7 @@
 #include "grpcpp/server.h"
 #include "src/common/metrics.h"
 #include "src/common/poller.h"
-#include "src/xds/first_request_deadline.h"
+#include "src/xds/first_request_deadlines.h"
 #include "src/xds/listener_monitor.h"
 #include "src/xds/stream.h"
 #include "src/xds/tls_credentials.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "src/source/config_etcd.h"
+#include "src/source/etcd_config_source.h"
 #include "test/etcd/etcd_test_server.h"
 
 namespace holdfast {

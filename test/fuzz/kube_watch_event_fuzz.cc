@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "src/kube/kube_client.h"
 #include "src/kube/reflector.h"
-#include "src/source/config_kube.h"
+#include "src/source/kube_config_source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "src/gateway_api/status.h"
 #include "src/kube/fake_kube_api.h"
-#include "src/source/config_kube.h"
+#include "src/source/kube_config_source.h"
 #include "test/kube_unit/gateway_api_fixtures.h"
 
 namespace holdfast {

@@ -18,9 +18,9 @@
 #include "src/common/clock.h"
 #include "src/etcd/fake_key_value_store.h"
 #include "src/kube/kube_client.h"
-#include "src/source/config_directory.h"
-#include "src/source/config_etcd.h"
-#include "src/source/config_kube.h"
+#include "src/source/directory_config_source.h"
+#include "src/source/etcd_config_source.h"
+#include "src/source/kube_config_source.h"
 #include "src/source/yaml_json.h"
 #include "test/etcd/etcd_test_server.h"
 
@@ -65,10 +65,10 @@ class DirectoryFixture : public SourceFixture {
   }
   std::unique_ptr<ConfigSource> Make(MetricsRegistry* metrics,
                                      std::function<void(SnapshotPtr)> publish) override {
-    ConfigDirectorySource::Options options;
+    DirectoryConfigSource::Options options;
     options.directory = dir_;
     options.poll_interval = absl::Milliseconds(50);
-    return std::make_unique<ConfigDirectorySource>(options, Clock::Real(), metrics, publish);
+    return std::make_unique<DirectoryConfigSource>(options, Clock::Real(), metrics, publish);
   }
 
  private:

@@ -12,8 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
-#include "src/source/config_directory.h"
 #include "src/source/config_files.h"
+#include "src/source/directory_config_source.h"
 
 namespace holdfast {
 namespace {
@@ -148,7 +148,7 @@ TEST_F(ScanTest, SourceKeepsServingWhatAnUnreadableDirectoryHeld) {
   Write(config() / "locked" / "api.yaml", UpstreamAt(1));
   std::vector<SnapshotPtr> published;
   MetricsRegistry metrics;
-  ConfigDirectorySource source({.directory = config().string()}, Clock::Real(), &metrics,
+  DirectoryConfigSource source({.directory = config().string()}, Clock::Real(), &metrics,
                                [&](SnapshotPtr s) { published.push_back(s); });
   ASSERT_TRUE(source.Reload().ok());
   ASSERT_EQ(published.size(), 1u);

@@ -3,7 +3,7 @@
 #include "src/xds/client_identity.h"
 
 #include "gtest/gtest.h"
-#include "src/xds/node_group.h"
+#include "src/xds/node_grouper.h"
 
 namespace holdfast {
 namespace {

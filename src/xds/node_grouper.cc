@@ -1,4 +1,4 @@
-#include "src/xds/node_group.h"
+#include "src/xds/node_grouper.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

@@ -1,7 +1,7 @@
 // KubeConfigSource on the in-memory API: what the decoder reads, nothing
 // published before every kind is listed, invalid objects Rejected with
 // their API location while the last good version is served.
-#include "src/source/config_kube.h"
+#include "src/source/kube_config_source.h"
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"

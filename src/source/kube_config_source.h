@@ -21,7 +21,7 @@
 #include "src/source/config_pipeline.h"
 #include "src/source/config_source.h"
 #include "src/source/kube_gateway_api.h"
-#include "src/source/kube_services.h"
+#include "src/source/kube_service_discovery.h"
 
 namespace holdfast {
 
@@ -41,7 +41,7 @@ std::string KubeLocation(const std::string& kind, const std::string& ns, const s
 // translates the whole set. Nothing is translated until every reflector
 // has listed once: a partial set would withdraw the kinds not yet read.
 // Services and EndpointSlices in the same namespaces are reflected too and
-// become `TranslationInput::services` (kube_services.h); a change to them
+// become `TranslationInput::services` (kube_service_discovery.h); a change to them
 // translates like an object change.
 // So are the Gateway API's objects (and namespaces, for their labels): they
 // become holdfast objects beside the holdfast.dev ones (src/gateway_api/).
@@ -133,7 +133,7 @@ class KubeConfigSource : public ConfigSource {
   std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
   std::set<const Reflector*> optional_;                     // the same reflectors, as a set
   std::set<std::string> missing_logged_;                    // the apply thread only
-  ServiceDiscovery discovery_;                              // the apply thread only
+  KubeServiceDiscovery discovery_;                          // the apply thread only
   gateway_api::HoldfastObjectDecoder gateway_api_decoder_;  // the apply thread only
   Poller applier_;
 

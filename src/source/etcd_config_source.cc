@@ -1,4 +1,4 @@
-#include "src/source/config_etcd.h"
+#include "src/source/etcd_config_source.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"

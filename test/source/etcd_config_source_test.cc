@@ -1,6 +1,6 @@
 // EtcdConfigSource over FakeKeyValueStore: what takes a store failure to see
 // (the conformance suite covers the rest, over the fake and real etcd).
-#include "src/source/config_etcd.h"
+#include "src/source/etcd_config_source.h"
 
 #include <memory>
 #include <thread>

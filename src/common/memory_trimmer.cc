@@ -1,4 +1,4 @@
-#include "src/common/memory_trim.h"
+#include "src/common/memory_trimmer.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -1,6 +1,6 @@
-// ServiceDiscovery: Services joined to their EndpointSlices as the
+// KubeServiceDiscovery: Services joined to their EndpointSlices as the
 // EndpointSlice API defines them.
-#include "src/source/kube_services.h"
+#include "src/source/kube_service_discovery.h"
 
 #include "gtest/gtest.h"
 
@@ -38,12 +38,12 @@ const Json kWebPorts = Json::array({{{"name", "http"}, {"port", 80}, {"protocol"
 const Json kSlicePorts = Json::array(
     {{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}, {{"name", "grpc"}, {"port", 9000}}});
 
-TEST(ServiceDiscoveryTest, JoinsSlicesToServicePortsByName) {
+TEST(KubeServiceDiscoveryTest, JoinsSlicesToServicePortsByName) {
   KubeObjects services{Object("shop", "web", Service(kWebPorts))};
   KubeObjects slices{Object(
       "shop", "web-abc",
       Slice("web", "IPv4", kSlicePorts, {Endpoint({"10.0.0.2", "10.0.0.1"}, {}, "zone-a")}))};
-  ServiceDiscovery discovery;
+  KubeServiceDiscovery discovery;
   DiscoveredServices out = discovery.Discover(services, slices);
   ASSERT_EQ(out.size(), 1u);
   const DiscoveredService& web = out.at({"shop", "web"});
@@ -57,7 +57,7 @@ TEST(ServiceDiscoveryTest, JoinsSlicesToServicePortsByName) {
           "grpc", 9090, "grpc", {{"10.0.0.1", 9000, "zone-a"}, {"10.0.0.2", 9000, "zone-a"}}}));
 }
 
-TEST(ServiceDiscoveryTest, ConditionsDecideReadyDrainingOrLeftOut) {
+TEST(KubeServiceDiscoveryTest, ConditionsDecideReadyDrainingOrLeftOut) {
   KubeObjects services{Object("shop", "web", Service({{{"port", 80}}}))};
   Json endpoints = Json::array({
       Endpoint({"10.0.0.1"}, {{"ready", nullptr}}),                      // unknown: ready
@@ -70,7 +70,7 @@ TEST(ServiceDiscoveryTest, ConditionsDecideReadyDrainingOrLeftOut) {
   });
   KubeObjects slices{
       Object("shop", "web-1", Slice("web", "IPv4", Json::array({{{"port", 8080}}}), endpoints))};
-  ServiceDiscovery discovery;
+  KubeServiceDiscovery discovery;
   DiscoveredServices out = discovery.Discover(services, slices);
   EXPECT_EQ(out.at({"shop", "web"}).ports.at(0).endpoints,
             (std::vector<ServiceEndpoint>{{"10.0.0.1", 8080, "", false},
@@ -79,7 +79,7 @@ TEST(ServiceDiscoveryTest, ConditionsDecideReadyDrainingOrLeftOut) {
                                           {"10.0.0.4", 8080, "", true}}));
 }
 
-TEST(ServiceDiscoveryTest, DuplicatesCountOnceReadyWinningAndFqdnSlicesAreSkipped) {
+TEST(KubeServiceDiscoveryTest, DuplicatesCountOnceReadyWinningAndFqdnSlicesAreSkipped) {
   KubeObjects services{Object("shop", "web", Service({{{"name", "http"}, {"port", 80}}})),
                        Object("shop", "v6", Service({{{"name", "http"}, {"port", 80}}}))};
   Json ports = Json::array({{{"name", "http"}, {"port", 8080}}});
@@ -95,7 +95,7 @@ TEST(ServiceDiscoveryTest, DuplicatesCountOnceReadyWinningAndFqdnSlicesAreSkippe
       Object("other", "web-1", Slice("web", "IPv4", ports, {Endpoint({"10.9.9.9"}, {})})),
       // A slice of no known Service.
       Object("shop", "gone-1", Slice("gone", "IPv4", ports, {Endpoint({"10.8.8.8"}, {})}))};
-  ServiceDiscovery discovery;
+  KubeServiceDiscovery discovery;
   DiscoveredServices out = discovery.Discover(services, slices);
   EXPECT_EQ(out.size(), 2u);
   EXPECT_EQ(
@@ -105,9 +105,9 @@ TEST(ServiceDiscoveryTest, DuplicatesCountOnceReadyWinningAndFqdnSlicesAreSkippe
             (std::vector<ServiceEndpoint>{{"2001:db8::1", 8080, "", false}}));
 }
 
-TEST(ServiceDiscoveryTest, ServiceWithoutSlicesHasPortsWithoutEndpoints) {
+TEST(KubeServiceDiscoveryTest, ServiceWithoutSlicesHasPortsWithoutEndpoints) {
   KubeObjects services{Object("shop", "web", Service({{{"name", "http"}, {"port", 80}}}))};
-  ServiceDiscovery discovery;
+  KubeServiceDiscovery discovery;
   DiscoveredServices out = discovery.Discover(services, {});
   EXPECT_EQ(out.at({"shop", "web"}),
             (DiscoveredService{{DiscoveredServicePort{"http", 80, "", {}}}}));

@@ -1,13 +1,12 @@
-#include "src/xds/wire.h"
+#include "src/xds/encoded_body_cache.h"
 
 #include "envoy/config/core/v3/base.pb.h"
-#include "src/common/protowire.h"
 #include "grpcpp/support/slice.h"
+#include "src/common/protowire.h"
 #include "src/snapshot/snapshot.h"
 
 namespace holdfast {
 namespace {
-
 
 std::string ControlPlaneBytes(const std::string& id) {
   envoy::config::core::v3::ControlPlane control_plane;
@@ -22,9 +21,9 @@ grpc::ByteBuffer Assemble(std::string header, std::shared_ptr<const std::string>
   size_t count = 1;
   if (body != nullptr && !body->empty()) {
     auto* owner = new std::shared_ptr<const std::string>(std::move(body));
-    slices[1] = grpc::Slice(const_cast<char*>((*owner)->data()), (*owner)->size(),
-                            [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); },
-                            owner);
+    slices[1] = grpc::Slice(
+        const_cast<char*>((*owner)->data()), (*owner)->size(),
+        [](void* p) { delete static_cast<std::shared_ptr<const std::string>*>(p); }, owner);
     count = 2;
   }
   return grpc::ByteBuffer(slices, count);
@@ -32,14 +31,15 @@ grpc::ByteBuffer Assemble(std::string header, std::shared_ptr<const std::string>
 
 }  // namespace
 
-std::shared_ptr<const std::string> EncodedBodyCache::Get(const std::string& key, bool delta,
-                                                         const std::vector<ResourcePtr>& resources) {
+std::shared_ptr<const std::string> EncodedBodyCache::Get(
+    const std::string& key, bool delta, const std::vector<ResourcePtr>& resources) {
   absl::MutexLock lock(&mu_);
   auto& slot = bodies_[{key, delta}];
   if (auto body = slot.lock()) return body;
   auto body = std::make_shared<std::string>();
   size_t total = 0;
-  for (const ResourcePtr& r : resources) total += delta ? r->delta_wire().size() : r->sotw_wire().size();
+  for (const ResourcePtr& r : resources)
+    total += delta ? r->delta_wire().size() : r->sotw_wire().size();
   body->reserve(total);
   for (const ResourcePtr& r : resources) body->append(delta ? r->delta_wire() : r->sotw_wire());
   slot = body;

@@ -1,4 +1,4 @@
-#include "src/source/config_directory.h"
+#include "src/source/directory_config_source.h"
 
 #include "src/common/log.h"
 
@@ -7,22 +7,22 @@ namespace {
 const std::vector<std::string> kExtensions = {".yaml", ".yml"};
 }  // namespace
 
-ConfigDirectorySource::ConfigDirectorySource(Options options, const Clock& clock,
+DirectoryConfigSource::DirectoryConfigSource(Options options, const Clock& clock,
                                              MetricsRegistry* metrics,
                                              std::function<void(SnapshotPtr)> publish)
     : options_(std::move(options)),
       pipeline_(options_.directory, options_.translator, clock, metrics, std::move(publish)) {}
 
-ConfigDirectorySource::~ConfigDirectorySource() { Stop(); }
+DirectoryConfigSource::~DirectoryConfigSource() { Stop(); }
 
-absl::Status ConfigDirectorySource::Reload() {
+absl::Status DirectoryConfigSource::Reload() {
   absl::StatusOr<DirectoryListing> scan = ScanDirectory(options_.directory, kExtensions);
   if (!scan.ok()) return scan.status();
   absl::MutexLock lock(&reload_mu_);
   return Apply(*scan);
 }
 
-DirectoryListing ConfigDirectorySource::KeepUnreadable(const DirectoryListing& scan) const {
+DirectoryListing DirectoryConfigSource::KeepUnreadable(const DirectoryListing& scan) const {
   DirectoryListing listing = scan;
   for (const auto& [dir, why] : scan.unreadable) {
     const std::string prefix = dir + "/";
@@ -34,7 +34,7 @@ DirectoryListing ConfigDirectorySource::KeepUnreadable(const DirectoryListing& s
   return listing;
 }
 
-absl::Status ConfigDirectorySource::Apply(const DirectoryListing& scanned) {
+absl::Status DirectoryConfigSource::Apply(const DirectoryListing& scanned) {
   const DirectoryListing scan = KeepUnreadable(scanned);
   if (applied_once_ && scan == applied_ && !pipeline_.overlay_pending()) return absl::OkStatus();
   std::map<std::string, DecodedFile> files;
@@ -61,7 +61,7 @@ absl::Status ConfigDirectorySource::Apply(const DirectoryListing& scanned) {
   return applied;
 }
 
-void ConfigDirectorySource::Start() {
+void DirectoryConfigSource::Start() {
   follower_.Start({.directory = options_.directory,
                    .extensions = kExtensions,
                    .poll_interval = options_.poll_interval,
@@ -72,14 +72,14 @@ void ConfigDirectorySource::Start() {
                   });
 }
 
-void ConfigDirectorySource::Stop() { follower_.Stop(); }
+void DirectoryConfigSource::Stop() { follower_.Stop(); }
 
-void ConfigDirectorySource::SetStatusOverlay(StatusMap overlay) {
+void DirectoryConfigSource::SetStatusOverlay(StatusMap overlay) {
   pipeline_.SetOverlay(std::move(overlay));
   follower_.Wake();  // its next listing applies again
 }
 
-SourceHealth ConfigDirectorySource::health() const {
+SourceHealth DirectoryConfigSource::health() const {
   SourceHealth health;
   health.connected = true;
   health.last_contact = absl::Now();  // the directory is always at hand

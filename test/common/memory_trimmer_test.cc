@@ -1,4 +1,4 @@
-#include "src/common/memory_trim.h"
+#include "src/common/memory_trimmer.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "src/source/kube_services.h"
+#include "src/source/kube_service_discovery.h"
 
 #include <limits>
 #include <map>
@@ -97,8 +97,8 @@ KubeResource EndpointSlicesResource() {
   return {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"};
 }
 
-DiscoveredServices ServiceDiscovery::Discover(const KubeObjects& services,
-                                              const KubeObjects& slices) {
+DiscoveredServices KubeServiceDiscovery::Discover(const KubeObjects& services,
+                                                  const KubeObjects& slices) {
   DiscoveredServices out;
   for (const auto& [name, object] : services) {
     out.emplace(ServiceKey{object->ns, object->name}, ServiceFrom(object->object));

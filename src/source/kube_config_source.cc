@@ -1,4 +1,4 @@
-#include "src/source/config_kube.h"
+#include "src/source/kube_config_source.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

@@ -1,4 +1,4 @@
-#include "src/xds/first_request_deadline.h"
+#include "src/xds/first_request_deadlines.h"
 
 #include <vector>
 

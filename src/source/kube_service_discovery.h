@@ -29,7 +29,7 @@ KubeResource EndpointSlicesResource();
 //     draining); endpoints are sorted, so the order slices list them in
 //     never changes what is served.
 // Not thread-safe: one caller (the source's apply loop).
-class ServiceDiscovery {
+class KubeServiceDiscovery {
  public:
   DiscoveredServices Discover(const KubeObjects& services, const KubeObjects& slices);
 

@@ -27,7 +27,7 @@ namespace holdfast {
 // a row agree, so an editor's save or a multi-file copy lands as one change.
 // Each file is decoded on its own; a file that stops parsing keeps what it
 // held before. Every object's status is kept for the admin endpoint.
-class ConfigDirectorySource : public ConfigSource {
+class DirectoryConfigSource : public ConfigSource {
  public:
   struct Options {
     std::string directory;
@@ -38,9 +38,9 @@ class ConfigDirectorySource : public ConfigSource {
     TranslatorOptions translator;
   };
 
-  ConfigDirectorySource(Options options, const Clock& clock, MetricsRegistry* metrics,
+  DirectoryConfigSource(Options options, const Clock& clock, MetricsRegistry* metrics,
                         std::function<void(SnapshotPtr)> publish);
-  ~ConfigDirectorySource() override;
+  ~DirectoryConfigSource() override;
 
   // Reads the directory now (no debounce) and publishes if the result changed.
   absl::Status Reload();
