@@ -1,26 +1,85 @@
 #include "src/gateway_api/holdfast_objects.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/common/utf8.h"
 #include "src/model/decode.h"
+#include "src/snapshot/resource.h"
 
 namespace holdfast::gateway_api {
 namespace {
+
+// `value` as the node a YAML parser makes of its JSON text (every scalar
+// as its text), or nullopt when a string is not UTF-8: the text, written
+// with replacement characters, is decoded then.
+std::optional<YAML::Node> YamlOf(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::object: {
+      YAML::Node map(YAML::NodeType::Map);
+      for (const auto& [key, item] : value.items()) {
+        std::optional<YAML::Node> node = YamlOf(item);
+        if (!node || !IsValidUtf8(key)) return std::nullopt;
+        map[key] = *node;
+      }
+      return map;
+    }
+    case nlohmann::json::value_t::array: {
+      YAML::Node list(YAML::NodeType::Sequence);
+      for (const nlohmann::json& item : value) {
+        std::optional<YAML::Node> node = YamlOf(item);
+        if (!node) return std::nullopt;
+        list.push_back(*node);
+      }
+      return list;
+    }
+    case nlohmann::json::value_t::string: {
+      const std::string& text = value.get_ref<const std::string&>();
+      if (!IsValidUtf8(text)) return std::nullopt;
+      return YAML::Node(text);
+    }
+    case nlohmann::json::value_t::null:
+    case nlohmann::json::value_t::discarded:
+      return YAML::Node(YAML::NodeType::Null);
+    default:  // numbers and booleans, as JSON writes them
+      return YAML::Node(value.dump());
+  }
+}
+
+// The document around `spec`, as the node its text parses to.
+std::optional<YAML::Node> DocumentOf(const std::string& kind, const std::string& ns,
+                                     const nlohmann::json& spec) {
+  std::optional<YAML::Node> spec_node = YamlOf(spec);
+  if (!spec_node || !IsValidUtf8(kind) || !IsValidUtf8(ns)) return std::nullopt;
+  YAML::Node metadata(YAML::NodeType::Map);
+  metadata["name"] = "synthesized";
+  metadata["namespace"] = ns;
+  YAML::Node document(YAML::NodeType::Map);
+  document["apiVersion"] = "holdfast.dev/v1";
+  document["kind"] = kind;
+  document["metadata"] = metadata;
+  document["spec"] = *spec_node;
+  return document;
+}
+
+void KeepDecoded(const DecodedObject& decoded, std::optional<GatewayObject>* object,
+                 std::vector<FieldError>* errors) {
+  if (decoded.object) {
+    *object = *decoded.object;
+    return;
+  }
+  for (const FieldError& e : decoded.errors.errors()) errors->push_back({e.path, e.message, {}});
+  if (errors->empty()) errors->push_back({"", "cannot be decoded", {}});
+}
 
 void DecodeText(const std::string& text, const std::string& file,
                 std::optional<GatewayObject>* object, std::vector<FieldError>* errors) {
   DecodedFile decoded = DecodeObjects(text, file);
   if (decoded.syntax_error) {
     errors->push_back({"", decoded.syntax_error->message, {}});
-    return;
+  } else if (decoded.objects.size() != 1) {
+    errors->push_back({"", "cannot be decoded", {}});
+  } else {
+    KeepDecoded(decoded.objects.front(), object, errors);
   }
-  if (decoded.objects.size() != 1 || !decoded.objects.front().object) {
-    for (const DecodedObject& o : decoded.objects) {
-      for (const FieldError& e : o.errors.errors()) errors->push_back({e.path, e.message, {}});
-    }
-    if (errors->empty()) errors->push_back({"", "cannot be decoded", {}});
-    return;
-  }
-  *object = *decoded.objects.front().object;
 }
 
 }  // namespace
@@ -47,7 +106,16 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
   auto [it, fresh] = entries_.try_emplace(absl::StrCat(at.file, "\n", text));
   Entry& entry = it->second;
   entry.used = true;
-  if (fresh) DecodeText(text, at.file, &entry.object, &entry.errors);
+  if (fresh) {
+    // Parsing the text, and writing the document out again for its digest,
+    // took most of a conversion's time: the text is only the key.
+    if (std::optional<YAML::Node> document = DocumentOf(kind, ns, spec)) {
+      KeepDecoded(DecodeNode(*document, at.file, ContentDigest(text)), &entry.object,
+                  &entry.errors);
+    } else {
+      DecodeText(text, at.file, &entry.object, &entry.errors);
+    }
+  }
   for (const FieldError& e : entry.errors) errors->Add(e.path, e.message);
   if (!entry.object) return std::nullopt;
   GatewayObject object = *entry.object;

@@ -661,7 +661,9 @@ std::optional<ObjectSpec> DecodeSpec(const std::string& kind_name, YamlCursor& s
   return std::nullopt;
 }
 
-DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file) {
+// `content_digest`: nullptr to digest the document as written out again.
+DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file,
+                             const std::string* content_digest) {
   DecodedObject decoded;
   decoded.location = {file, document.Mark().line + 1};
   YamlCursor root(document, "", file, &decoded.errors);
@@ -694,12 +696,30 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
   root.Ignore("status");  // written by holdfast's leader, never read back
   root.RejectUnknownFields();
   if (decoded.errors.empty()) {
-    YAML::Emitter emitter;
-    emitter << document;
-    object.content_digest = ContentDigest(emitter.c_str());
+    if (content_digest != nullptr) {
+      object.content_digest = *content_digest;
+    } else {
+      YAML::Emitter emitter;
+      emitter << document;
+      object.content_digest = ContentDigest(emitter.c_str());
+    }
     decoded.object = std::move(object);
   }
   return decoded;
+}
+
+// A decoder that throws (yaml-cpp on a node of the wrong type) fails the
+// object, never the process.
+DecodedObject DecodeGuarded(const YAML::Node& document, const std::string& file,
+                            const std::string* content_digest) {
+  try {
+    return DecodeDocument(document, file, content_digest);
+  } catch (const std::exception& e) {
+    DecodedObject failed;
+    failed.location = {file, document.Mark().line + 1};
+    failed.errors.Add("", e.what(), failed.location);
+    return failed;
+  }
 }
 
 }  // namespace
@@ -744,16 +764,14 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
   }
   for (const YAML::Node& document : documents) {
     if (!document || document.IsNull()) continue;
-    try {
-      out.objects.push_back(DecodeDocument(document, file));
-    } catch (const std::exception& e) {
-      DecodedObject failed;
-      failed.location = {file, document.Mark().line + 1};
-      failed.errors.Add("", e.what(), failed.location);
-      out.objects.push_back(std::move(failed));
-    }
+    out.objects.push_back(DecodeGuarded(document, file, nullptr));
   }
   return out;
+}
+
+DecodedObject DecodeNode(const YAML::Node& document, const std::string& file,
+                         std::string content_digest) {
+  return DecodeGuarded(document, file, &content_digest);
 }
 
 }  // namespace holdfast

@@ -6,6 +6,7 @@
 
 #include "src/model/field_errors.h"
 #include "src/model/types.h"
+#include "yaml-cpp/yaml.h"
 
 namespace holdfast {
 
@@ -32,5 +33,13 @@ struct DecodedFile {
 // ports are ports, exactly one route action, ...); unknown fields are errors.
 // `file` is used in locations only.
 DecodedFile DecodeObjects(const std::string& contents, const std::string& file);
+
+// Decodes one object a program built in memory (the Gateway API
+// conversion), with the same checks as DecodeObjects but without writing
+// and parsing text: its locations have no line. `content_digest` stands
+// for the object's content (the caller's canonical text of it, digested);
+// DecodeObjects would digest the document written out again instead.
+DecodedObject DecodeNode(const YAML::Node& document, const std::string& file,
+                         std::string content_digest);
 
 }  // namespace holdfast
