@@ -42,10 +42,11 @@ double RssMb() {
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 json Meta(const std::string& ns, const std::string& name, int generation) {
+  static int64_t resource_version = 0;  // as the API server's: one count for every write
   json meta = {{"name", name},
                {"uid", absl::StrCat("uid-", ns, "-", name)},
                {"generation", generation},
-               {"resourceVersion", absl::StrCat(generation)},
+               {"resourceVersion", absl::StrCat(++resource_version)},
                {"creationTimestamp", "2026-12-01T00:00:00Z"}};
   if (!ns.empty()) meta["namespace"] = ns;
   return meta;
@@ -137,12 +138,12 @@ struct Stages {
 
 // One ApplyIfChanged: everything from the objects to the settled statuses.
 Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& services,
-               gateway_api::HoldfastObjectDecoder& decoder, Translator& translator) {
+               gateway_api::ConversionCache& cache, Translator& translator) {
   Stages s;
   auto t0 = Clock::now();
   gateway_api::GatewayApiInput api = GatewayApiInputOf(objects, services);
   auto t1 = Clock::now();
-  gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(api, decoder);
+  gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(api, cache);
   auto t2 = Clock::now();
   TranslationInput input;
   input.services = services;
@@ -179,9 +180,9 @@ int Run(int routes, int rules, int services, int changes) {
   const DiscoveredServices discovered = Services(services);
 
   const double rss_before = RssMb();
-  gateway_api::HoldfastObjectDecoder decoder;  // as KubeConfigSource keeps one
+  gateway_api::ConversionCache cache;  // as KubeConfigSource keeps one
   Translator translator;
-  const Stages first = Publish(objects, discovered, decoder, translator);
+  const Stages first = Publish(objects, discovered, cache, translator);
   const double rss_after = RssMb();
   if (first.problems != 0) {
     std::fprintf(stderr, "%zu problems in the statuses: the input is not what was meant\n",
@@ -193,7 +194,7 @@ int Run(int routes, int rules, int services, int changes) {
   for (int c = 1; c <= changes; ++c) {
     auto route = Object(HttpRoute(c * 7 % routes, rules, services, c));
     objects["httproutes"][route->ns + "/" + route->name] = route;
-    changed.push_back(Publish(objects, discovered, decoder, translator));
+    changed.push_back(Publish(objects, discovered, cache, translator));
   }
   std::sort(changed.begin(), changed.end(),
             [](const Stages& a, const Stages& b) { return a.Total() < b.Total(); });

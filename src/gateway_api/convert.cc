@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/gateway_api/attachment.h"
+#include "src/gateway_api/conversion_cache.h"
 #include "src/gateway_api/holdfast_objects.h"
 #include "src/gateway_api/listeners.h"
 #include "src/gateway_api/rules.h"
@@ -27,8 +28,6 @@ bool Older(const T* a, const T* b) {
 // regular expressions (implementation-specific: holdfast puts them before
 // prefixes), then the longest prefix; then a method, more headers, more
 // query parameters.
-using MatchPrecedence = std::tuple<int, int64_t, bool, int64_t, int64_t>;
-
 MatchPrecedence PrecedenceOf(const json& route) {
   const json& match = route["match"];
   const int kind = match.contains("exact") ? 0 : match.contains("regex") ? 1 : 2;
@@ -40,7 +39,8 @@ MatchPrecedence PrecedenceOf(const json& route) {
 }
 
 // One holdfast route in a virtual service, with what orders it. The spec
-// is shared: a route attached to many hosts is converted once.
+// is shared: a route attached to many hosts is converted once (and kept
+// by the cache while the route is the same).
 struct PlacedRoute {
   const Route* route;
   size_t rule;
@@ -102,62 +102,64 @@ bool AllRoutesDecode(const std::vector<ConvertedRule>& rules, HoldfastObjectDeco
   return !RoutesError(std::move(routes), decoder).has_value();
 }
 
-// Converts the rules of `route`; sets its ResolvedRefs and, when rules are
-// dropped, PartiallyInvalid or Accepted False on every parent.
-std::vector<std::vector<json>> ConvertRules(const Route& route, const GatewayApiInput& input,
-                                            std::set<BackendService>& backends,
-                                            GatewayApiStatus& status,
-                                            HoldfastObjectDecoder& decoder) {
-  std::vector<std::vector<json>> out;
-  Condition resolved{"ResolvedRefs", true, "ResolvedRefs", "references resolved"};
-  std::optional<FieldError> dropped;
+// Converts the rules of `route`: the routes of each rule the decoder
+// takes (the others dropped), and the conditions that follow.
+ConvertedRoute ConvertRules(const Route& route, const GatewayApiInput& input,
+                            HoldfastObjectDecoder& decoder) {
+  ConvertedRoute out;
+  out.resolved = {"ResolvedRefs", true, "ResolvedRefs", "references resolved"};
   std::vector<ConvertedRule> rules;
   for (const RouteRule& rule : route.rules) rules.push_back(ConvertRule(route, rule, input));
   const bool all_decode = AllRoutesDecode(rules, decoder);
   for (size_t i = 0; i < rules.size(); ++i) {
-    const RouteRule& rule = route.rules[i];
     ConvertedRule& converted = rules[i];
     if (!converted.unsupported && !all_decode)
-      converted.unsupported = CheckRoutes(rule, converted.routes, decoder);
+      converted.unsupported = CheckRoutes(route.rules[i], converted.routes, decoder);
     for (const BackendProblem& problem : converted.backend_problems) {
-      status.problems.push_back(problem.error);
-      if (resolved.status)
-        resolved = {"ResolvedRefs", false, problem.reason, problem.error.message};
+      out.problems.push_back(problem.error);
+      if (out.resolved.status)
+        out.resolved = {"ResolvedRefs", false, problem.reason, problem.error.message};
     }
+    std::vector<RouteSpec>& specs = out.rules.emplace_back();
     if (converted.unsupported) {
-      status.problems.push_back(*converted.unsupported);
-      if (!dropped) dropped = converted.unsupported;
-      out.emplace_back();
+      out.problems.push_back(*converted.unsupported);
+      if (!out.dropped) out.dropped = converted.unsupported;
       continue;
     }
-    backends.insert(converted.backends.begin(), converted.backends.end());
-    out.push_back(std::move(converted.routes));
-  }
-  const size_t served = std::count_if(out.begin(), out.end(), [](auto& r) { return !r.empty(); });
-  for (RouteParentStatus& parent : status.parents) {
-    SetCondition(parent.conditions, resolved);
-    if (!dropped) continue;
-    const std::string message = absl::StrCat(dropped->path, ": ", dropped->message);
-    if (served == 0) {
-      SetCondition(parent.conditions, {"Accepted", false, "UnsupportedValue", message});
-    } else {
-      SetCondition(parent.conditions, {"PartiallyInvalid", true, "UnsupportedValue", message});
+    out.backends.insert(out.backends.end(), converted.backends.begin(), converted.backends.end());
+    for (json& spec : converted.routes) {
+      const MatchPrecedence precedence = PrecedenceOf(spec);
+      specs.push_back({std::make_shared<const json>(std::move(spec)), precedence});
     }
   }
   return out;
 }
 
-void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents,
-                std::vector<std::vector<json>> rules, Ports& ports,
-                std::map<ListenerStatus*, std::set<ObjectKey>>& attached) {
-  std::vector<std::vector<PlacedRoute>> converted(rules.size());
-  for (size_t i = 0; i < rules.size(); ++i) {
-    for (size_t m = 0; m < rules[i].size(); ++m) {
-      const MatchPrecedence precedence = PrecedenceOf(rules[i][m]);
-      converted[i].push_back(
-          {&route, i, m, std::make_shared<const json>(std::move(rules[i][m])), precedence});
+// Sets the route's ResolvedRefs and, when rules were dropped,
+// PartiallyInvalid or Accepted False on every parent.
+void ApplyConverted(const ConvertedRoute& converted, GatewayApiStatus& status,
+                    std::set<BackendService>& backends) {
+  status.problems.insert(status.problems.end(), converted.problems.begin(),
+                         converted.problems.end());
+  backends.insert(converted.backends.begin(), converted.backends.end());
+  const bool served = std::any_of(converted.rules.begin(), converted.rules.end(),
+                                  [](const auto& rule) { return !rule.empty(); });
+  for (RouteParentStatus& parent : status.parents) {
+    SetCondition(parent.conditions, converted.resolved);
+    if (!converted.dropped) continue;
+    const std::string message =
+        absl::StrCat(converted.dropped->path, ": ", converted.dropped->message);
+    if (served) {
+      SetCondition(parent.conditions, {"PartiallyInvalid", true, "UnsupportedValue", message});
+    } else {
+      SetCondition(parent.conditions, {"Accepted", false, "UnsupportedValue", message});
     }
   }
+}
+
+void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents,
+                const ConvertedRoute& converted, Ports& ports,
+                std::map<ListenerStatus*, std::set<ObjectKey>>& attached) {
   for (const ParentAttachment& parent : parents) {
     if (!parent.accepted.status) continue;
     for (const Attachment& a : parent.attachments) {
@@ -166,13 +168,14 @@ void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents
       port.sources.insert(route.key());
       for (const std::string& host : a.hostnames) {
         std::vector<PlacedRoute>& placed = port.hosts[host];
-        for (const std::vector<PlacedRoute>& rule : converted) {
-          for (const PlacedRoute& r : rule) {
+        for (size_t i = 0; i < converted.rules.size(); ++i) {
+          for (size_t m = 0; m < converted.rules[i].size(); ++m) {
             // A route attached twice to one host (two listeners) is served once.
             bool dup = std::any_of(placed.begin(), placed.end(), [&](const PlacedRoute& p) {
-              return p.route == &route && p.rule == r.rule && p.match == r.match;
+              return p.route == &route && p.rule == i && p.match == m;
             });
-            if (!dup) placed.push_back(r);
+            const RouteSpec& spec = converted.rules[i][m];
+            if (!dup) placed.push_back({&route, i, m, spec.spec, spec.precedence});
           }
         }
       }
@@ -180,11 +183,20 @@ void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents
   }
 }
 
+// The route's rules, converted now or as they were before.
+const ConvertedRoute& RulesOf(const Route& route, const GatewayApiInput& input,
+                              ConversionCache& cache, ConvertedRoute& fresh) {
+  if (const ConvertedRoute* kept = cache.FindRoute(route)) return *kept;
+  fresh = ConvertRules(route, input, cache.decoder());
+  cache.KeepRoute(route, fresh);
+  return fresh;
+}
+
 void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateways,
                   const std::vector<ServedListener>& served, const GatewayApiInput& input,
                   Ports& ports, std::set<BackendService>& backends,
                   std::map<ListenerStatus*, std::set<ObjectKey>>& attached,
-                  GatewayApiStatuses& statuses, HoldfastObjectDecoder& decoder) {
+                  GatewayApiStatuses& statuses, ConversionCache& cache) {
   std::vector<ParentAttachment> parents = AttachRoute(route, gateways, served, input);
   if (parents.empty()) return;  // not attached to a Gateway of holdfast's
   GatewayApiStatus& status = statuses[route.key()];
@@ -200,26 +212,35 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
     status.parents.push_back({parent.parent->raw, {parent.accepted}});
   }
   if (!route.errors.empty()) return;
-  std::vector<std::vector<json>> rules = ConvertRules(route, input, backends, status, decoder);
+  ConvertedRoute fresh;
+  const ConvertedRoute& converted = RulesOf(route, input, cache, fresh);
+  ApplyConverted(converted, status, backends);
   for (size_t i = 0; i < parents.size(); ++i) {
     parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
   }
-  PlaceRoute(route, parents, std::move(rules), ports, attached);
+  PlaceRoute(route, parents, converted, ports, attached);
+}
+
+// Adds a decoded object to the output, its errors to the statuses of the
+// objects it was made from.
+void Record(const ObjectKey& key, const std::optional<GatewayObject>& object,
+            const std::vector<FieldError>& errors, const std::set<ObjectKey>& sources,
+            Conversion& out) {
+  for (const ObjectKey& source : sources) {
+    out.made_from[key].push_back(source);
+    for (const FieldError& e : errors) {
+      out.statuses[source].problems.push_back(
+          {e.path, absl::StrCat(key.ToString(), ": ", e.message), {}});
+    }
+  }
+  if (object) out.objects.push_back(*object);
 }
 
 void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
           const std::set<ObjectKey>& sources, HoldfastObjectDecoder& decoder, Conversion& out) {
   FieldErrors errors;
   std::optional<GatewayObject> object = decoder.Decode(kind, ns, name, spec, &errors);
-  const ObjectKey key{kind, ns, name};
-  for (const ObjectKey& source : sources) {
-    out.made_from[key].push_back(source);
-    for (const FieldError& e : errors.errors()) {
-      out.statuses[source].problems.push_back(
-          {e.path, absl::StrCat(key.ToString(), ": ", e.message), {}});
-    }
-  }
-  if (object) out.objects.push_back(*std::move(object));
+  Record({kind, ns, name}, object, errors.errors(), sources, out);
 }
 
 // The holdfast Gateway's `tls`: one certificate when the port's listeners
@@ -258,7 +279,29 @@ json TlsSpec(const Port& port, const GatewayApiInput& input, HoldfastObjectDecod
   return tls;
 }
 
-void EmitPort(const Port& port, const GatewayApiInput& input, HoldfastObjectDecoder& decoder,
+// The virtual service of one host: decoded now, or as it was before when
+// it is made of the same routes.
+const DecodedService& ServiceOf(const Port& port, const std::string& host, const std::string& name,
+                                const std::vector<const PlacedRoute*>& sorted,
+                                ConversionCache& cache, DecodedService& fresh) {
+  const std::string& ns = port.gateway->meta.ns;
+  for (const PlacedRoute* r : sorted) fresh.routes.push_back(r->spec);
+  const std::string cache_key = absl::StrCat(ns, "/", name);
+  if (const DecodedService* kept = cache.FindService(cache_key, fresh.routes)) return *kept;
+  // Clients of a port other than 80 and 443 send it in the Host header,
+  // which Envoy matches as it is; the Gateway API ignores the port.
+  json domains = {host};
+  if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
+  json spec = {{"domains", domains}, {"routes", json::array()}};
+  for (const PlacedRoute* r : sorted) spec["routes"].push_back(*r->spec);
+  FieldErrors errors;
+  fresh.object = cache.decoder().Decode(kind::kVirtualService, ns, name, spec, &errors);
+  fresh.errors = errors.errors();
+  cache.KeepService(cache_key, fresh);
+  return fresh;
+}
+
+void EmitPort(const Port& port, const GatewayApiInput& input, ConversionCache& cache,
               Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
   json services = json::array();
@@ -266,18 +309,12 @@ void EmitPort(const Port& port, const GatewayApiInput& input, HoldfastObjectDeco
     std::vector<const PlacedRoute*> sorted;
     for (const PlacedRoute& r : routes) sorted.push_back(&r);
     std::stable_sort(sorted.begin(), sorted.end(), Precedes);
-    // Clients of a port other than 80 and 443 send it in the Host header,
-    // which Envoy matches as it is; the Gateway API ignores the port.
-    json domains = {host};
-    if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
-    json spec = {{"domains", domains}, {"routes", json::array()}};
     std::set<ObjectKey> sources;
-    for (const PlacedRoute* r : sorted) {
-      spec["routes"].push_back(*r->spec);
-      sources.insert(r->route->key());
-    }
+    for (const PlacedRoute* r : sorted) sources.insert(r->route->key());
     const std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
-    Emit(kind::kVirtualService, ns, name, spec, sources, decoder, out);
+    DecodedService fresh;
+    const DecodedService& decoded = ServiceOf(port, host, name, sorted, cache, fresh);
+    Record({kind::kVirtualService, ns, name}, decoded.object, decoded.errors, sources, out);
     services.push_back({{"name", name}});
   }
   json spec = {{"port", port.port}, {"virtualServices", services}};
@@ -286,19 +323,20 @@ void EmitPort(const Port& port, const GatewayApiInput& input, HoldfastObjectDeco
     // key cannot contain ':', so this selects nothing.
     spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
   }
-  if (!port.tls.empty()) spec["tls"] = TlsSpec(port, input, decoder, out);
+  if (!port.tls.empty()) spec["tls"] = TlsSpec(port, input, cache.decoder(), out);
   Emit(kind::kGateway, ns, GatewayName(port.gateway->meta.name, port.port), spec, port.sources,
-       decoder, out);
+       cache.decoder(), out);
 }
 
 }  // namespace
 
 Conversion ConvertGatewayApi(const GatewayApiInput& input) {
-  HoldfastObjectDecoder decoder;
-  return ConvertGatewayApi(input, decoder);
+  ConversionCache cache;
+  return ConvertGatewayApi(input, cache);
 }
 
-Conversion ConvertGatewayApi(const GatewayApiInput& input, HoldfastObjectDecoder& decoder) {
+Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cache) {
+  cache.Begin(input);
   Conversion out;
   std::set<std::string> classes;
   for (const GatewayClass& c : input.classes) {
@@ -330,19 +368,20 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input, HoldfastObjectDecoder
   std::set<BackendService> backends;
   std::map<ListenerStatus*, std::set<ObjectKey>> attached;
   for (const Route* route : routes) {
-    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses, decoder);
+    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses, cache);
   }
   for (const auto& [listener, keys] : attached) {
     listener->attached_routes = static_cast<int>(keys.size());
   }
-  for (const auto& [key, port] : ports) EmitPort(port, input, decoder, out);
+  for (const auto& [key, port] : ports) EmitPort(port, input, cache, out);
   for (const BackendService& b : backends) {
     json spec = {{"service", {{"name", b.name}, {"port", b.port}}}};
     if (b.http2) spec["http2"] = true;
     std::set<ObjectKey> sources;  // every route using it
-    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources, decoder, out);
+    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources,
+         cache.decoder(), out);
   }
-  decoder.EndConversion();
+  cache.End();
   return out;
 }
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "src/gateway_api/conditions.h"
-#include "src/gateway_api/holdfast_objects.h"
+#include "src/gateway_api/conversion_cache.h"
 #include "src/gateway_api/input.h"
 #include "src/model/types.h"
 
@@ -37,10 +37,10 @@ struct Conversion {
   GatewayApiStatuses statuses;
 };
 
-// Pure: the same input gives the same output. `decoder` carries decoded
-// objects from one conversion to the next (holdfast_objects.h); the output
-// is the same as with a fresh one.
-Conversion ConvertGatewayApi(const GatewayApiInput& input, HoldfastObjectDecoder& decoder);
+// Pure: the same input gives the same output. `cache` carries converted
+// routes and decoded objects from one conversion to the next
+// (conversion_cache.h); the output is the same as with a fresh one.
+Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cache);
 Conversion ConvertGatewayApi(const GatewayApiInput& input);
 
 }  // namespace holdfast::gateway_api

@@ -272,6 +272,7 @@ Meta ParseMeta(const nlohmann::json& object) {
   out.generation = generation.is_number_integer() ? generation.get<int64_t>() : 0;
   out.creation_timestamp = JsonString(meta, "creationTimestamp");
   out.labels = StringMap(JsonField(meta, "labels"));
+  out.resource_version = JsonString(meta, "resourceVersion");
   return out;
 }
 

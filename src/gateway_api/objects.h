@@ -31,6 +31,8 @@ struct Meta {
   int64_t generation = 0;
   std::string creation_timestamp;  // RFC 3339: sorts by time
   std::map<std::string, std::string> labels;
+  std::string resource_version;  // "" when not from an API server
+  bool operator==(const Meta&) const = default;
 };
 
 struct GatewayClass {
@@ -191,12 +193,15 @@ struct ReferenceGrant {
   Meta meta;
   struct From {
     std::string group, kind, ns;
+    bool operator==(const From&) const = default;
   };
   struct To {
     std::string group, kind, name;  // name "": every object of the kind
+    bool operator==(const To&) const = default;
   };
   std::vector<From> from;
   std::vector<To> to;
+  bool operator==(const ReferenceGrant&) const = default;
 };
 
 // Readers of API objects (as the API server sends them).

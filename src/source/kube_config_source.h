@@ -131,10 +131,10 @@ class KubeConfigSource : public ConfigSource {
   // Gateway API resources and namespaces, by resource name; optional: a
   // 404 means "not installed".
   std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
-  std::set<const Reflector*> optional_;                     // the same reflectors, as a set
-  std::set<std::string> missing_logged_;                    // the apply thread only
-  KubeServiceDiscovery discovery_;                          // the apply thread only
-  gateway_api::HoldfastObjectDecoder gateway_api_decoder_;  // the apply thread only
+  std::set<const Reflector*> optional_;             // the same reflectors, as a set
+  std::set<std::string> missing_logged_;            // the apply thread only
+  KubeServiceDiscovery discovery_;                  // the apply thread only
+  gateway_api::ConversionCache gateway_api_cache_;  // the apply thread only
   Poller applier_;
 
   absl::Mutex mu_;

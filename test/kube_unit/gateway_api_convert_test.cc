@@ -393,13 +393,13 @@ TEST_F(GatewayApiConvertTest, DecoderReusesUnchangedObjectsAndForgetsGoneOnes) {
                            {absl::StrCat("h", i, ".example.com")},
                            {PrefixRule("/", {Backend("web", 80)})}));
   }
-  HoldfastObjectDecoder decoder;
-  const Conversion first = ConvertGatewayApi(input_, decoder);
-  const size_t remembered = decoder.remembered();
+  ConversionCache cache;
+  const Conversion first = ConvertGatewayApi(input_, cache);
+  const size_t remembered = cache.decoder().remembered();
   EXPECT_GT(remembered, first.objects.size()) << "objects and the rules checked alone";
   // The same input again: the same output, and nothing new is remembered.
-  const Conversion again = ConvertGatewayApi(input_, decoder);
-  EXPECT_EQ(decoder.remembered(), remembered);
+  const Conversion again = ConvertGatewayApi(input_, cache);
+  EXPECT_EQ(cache.decoder().remembered(), remembered);
   ASSERT_EQ(again.objects.size(), first.objects.size());
   for (size_t i = 0; i < first.objects.size(); ++i) {
     EXPECT_EQ(again.objects[i].key(), first.objects[i].key());
@@ -412,16 +412,86 @@ TEST_F(GatewayApiConvertTest, DecoderReusesUnchangedObjectsAndForgetsGoneOnes) {
                                           {PrefixRule("/v2", {Backend("api", 9000)})}),
                                 false);
   input_.routes.pop_back();
-  const Conversion changed = ConvertGatewayApi(input_, decoder);
+  const Conversion changed = ConvertGatewayApi(input_, cache);
   const Conversion fresh = ConvertGatewayApi(input_);
   ASSERT_EQ(changed.objects.size(), fresh.objects.size());
   for (size_t i = 0; i < fresh.objects.size(); ++i) {
     EXPECT_EQ(changed.objects[i].key(), fresh.objects[i].key());
     EXPECT_EQ(changed.objects[i].content_digest, fresh.objects[i].content_digest);
   }
-  HoldfastObjectDecoder other;
+  ConversionCache other;
   ConvertGatewayApi(input_, other);
-  EXPECT_EQ(decoder.remembered(), other.remembered()) << "entries of the old r0 and of r2 are gone";
+  EXPECT_EQ(cache.decoder().remembered(), other.decoder().remembered())
+      << "entries of the old r0 and of r2 are gone";
+}
+
+// The conversions' outputs are the same: objects, statuses, sources.
+void ExpectSameConversion(const Conversion& got, const Conversion& want) {
+  ASSERT_EQ(got.objects.size(), want.objects.size());
+  for (size_t i = 0; i < want.objects.size(); ++i) {
+    EXPECT_EQ(got.objects[i].key(), want.objects[i].key());
+    EXPECT_EQ(got.objects[i].content_digest, want.objects[i].content_digest);
+  }
+  EXPECT_EQ(got.made_from, want.made_from);
+  ASSERT_EQ(got.statuses.size(), want.statuses.size());
+  for (const auto& [key, status] : want.statuses) {
+    ASSERT_TRUE(got.statuses.contains(key)) << key.ToString();
+    const GatewayApiStatus& other = got.statuses.at(key);
+    ASSERT_EQ(other.parents.size(), status.parents.size()) << key.ToString();
+    for (size_t p = 0; p < status.parents.size(); ++p) {
+      EXPECT_EQ(other.parents[p].conditions, status.parents[p].conditions) << key.ToString();
+    }
+    std::vector<std::string> got_problems, want_problems;
+    for (const FieldError& e : other.problems) got_problems.push_back(e.path + ": " + e.message);
+    for (const FieldError& e : status.problems) want_problems.push_back(e.path + ": " + e.message);
+    EXPECT_EQ(got_problems, want_problems) << key.ToString();
+  }
+}
+
+TEST_F(GatewayApiConvertTest, CacheKeepsRoutesWhileThemAndTheirBackendsAreTheSame) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  for (int i = 0; i < 3; ++i) {
+    json route = RouteJson("HTTPRoute", "shop", absl::StrCat("r", i), {"shared.example.com"},
+                           {PrefixRule(absl::StrCat("/", i), {Backend("web", 80)}),
+                            PrefixRule(absl::StrCat("/api", i), {Backend("api", 9000)})});
+    route["metadata"]["resourceVersion"] = absl::StrCat(10 + i);
+    AddHttpRoute(route);
+  }
+  ConversionCache cache;
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+  EXPECT_EQ(cache.remembered_routes(), 3u);
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+
+  // A route changed (a new resourceVersion): converted again.
+  json changed = RouteJson("HTTPRoute", "shop", "r1", {"shared.example.com"},
+                           {PrefixRule("/moved", {Backend("web", 80)})});
+  changed["metadata"]["resourceVersion"] = "20";
+  input_.routes[1] = ParseRoute(changed, false);
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+
+  // A Service gone, the routes the same: their backendRefs no longer
+  // resolve, so what was kept must not be used.
+  input_.services.erase(ServiceKey{"shop", "api"});
+  const Conversion without_api = ConvertGatewayApi(input_, cache);
+  ExpectSameConversion(without_api, ConvertGatewayApi(input_));
+  const Condition* resolved =
+      FindCondition(without_api.statuses.at({kHttpRouteKind, "shop", "r0"}).parents[0].conditions,
+                    "ResolvedRefs");
+  ASSERT_NE(resolved, nullptr);
+  EXPECT_FALSE(resolved->status);
+
+  // Endpoints change all the time and routes do not read them: the
+  // routes are kept (ports are what matters).
+  AddService(input_, "shop", "api", 9000);
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+  input_.services.begin()->second.ports[0].endpoints.clear();
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+  EXPECT_EQ(cache.remembered_routes(), 3u);
+
+  // A route gone is forgotten.
+  input_.routes.pop_back();
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+  EXPECT_EQ(cache.remembered_routes(), 2u);
 }
 
 TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
