@@ -138,10 +138,10 @@ struct Stages {
 
 // One ApplyIfChanged: everything from the objects to the settled statuses.
 Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& services,
-               gateway_api::ConversionCache& cache, Translator& translator) {
+               ParsedRoutes& routes, gateway_api::ConversionCache& cache, Translator& translator) {
   Stages s;
   auto t0 = Clock::now();
-  gateway_api::GatewayApiInput api = GatewayApiInputOf(objects, services);
+  gateway_api::GatewayApiInput api = GatewayApiInputOf(objects, services, &routes);
   auto t1 = Clock::now();
   gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(api, cache);
   auto t2 = Clock::now();
@@ -180,9 +180,10 @@ int Run(int routes, int rules, int services, int changes) {
   const DiscoveredServices discovered = Services(services);
 
   const double rss_before = RssMb();
-  gateway_api::ConversionCache cache;  // as KubeConfigSource keeps one
+  ParsedRoutes parsed;  // as KubeConfigSource keeps them
+  gateway_api::ConversionCache cache;
   Translator translator;
-  const Stages first = Publish(objects, discovered, cache, translator);
+  const Stages first = Publish(objects, discovered, parsed, cache, translator);
   const double rss_after = RssMb();
   if (first.problems != 0) {
     std::fprintf(stderr, "%zu problems in the statuses: the input is not what was meant\n",
@@ -194,7 +195,7 @@ int Run(int routes, int rules, int services, int changes) {
   for (int c = 1; c <= changes; ++c) {
     auto route = Object(HttpRoute(c * 7 % routes, rules, services, c));
     objects["httproutes"][route->ns + "/" + route->name] = route;
-    changed.push_back(Publish(objects, discovered, cache, translator));
+    changed.push_back(Publish(objects, discovered, parsed, cache, translator));
   }
   std::sort(changed.begin(), changed.end(),
             [](const Stages& a, const Stages& b) { return a.Total() < b.Total(); });

@@ -363,7 +363,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cach
     if (s.certificate != nullptr) port.tls.push_back(&s);
   }
   std::vector<const Route*> routes;
-  for (const Route& r : input.routes) routes.push_back(&r);
+  for (const auto& r : input.routes) routes.push_back(r.get());
   std::sort(routes.begin(), routes.end(), Older<Route>);
   std::set<BackendService> backends;
   std::map<ListenerStatus*, std::set<ObjectKey>> attached;

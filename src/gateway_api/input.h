@@ -4,6 +4,7 @@
 // TLS Secrets and the Services discovered for backendRefs.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ struct TlsSecret {
 struct GatewayApiInput {
   std::vector<GatewayClass> classes;
   std::vector<Gateway> gateways;
-  std::vector<Route> routes;  // HTTPRoutes and GRPCRoutes
+  // HTTPRoutes and GRPCRoutes, shared: a reader keeps them parsed while
+  // their objects are the same.
+  std::vector<std::shared_ptr<const Route>> routes;
   std::vector<ReferenceGrant> grants;
   std::map<std::string, std::map<std::string, std::string>> namespace_labels;
   std::map<ServiceKey, TlsSecret> secrets;  // by namespace and name

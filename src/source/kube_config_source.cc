@@ -239,7 +239,7 @@ gateway_api::Conversion KubeConfigSource::AddGatewayApi(TranslationInput* input)
     objects[resource] = ObjectsOf(reflectors);
   }
   gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(
-      GatewayApiInputOf(objects, input->services), gateway_api_cache_);
+      GatewayApiInputOf(objects, input->services, &gateway_api_routes_), gateway_api_cache_);
   for (const GatewayObject& object : conversion.objects) input->objects[object.key()] = object;
   return conversion;
 }

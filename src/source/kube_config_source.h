@@ -134,6 +134,7 @@ class KubeConfigSource : public ConfigSource {
   std::set<const Reflector*> optional_;             // the same reflectors, as a set
   std::set<std::string> missing_logged_;            // the apply thread only
   KubeServiceDiscovery discovery_;                  // the apply thread only
+  ParsedRoutes gateway_api_routes_;                 // the apply thread only
   gateway_api::ConversionCache gateway_api_cache_;  // the apply thread only
   Poller applier_;
 

@@ -64,8 +64,29 @@ const KubeObjects& Of(const KubeObjectsByResource& objects, const std::string& r
 
 }  // namespace
 
+std::shared_ptr<const gateway_api::Route> ParsedRoutes::Parse(
+    const std::shared_ptr<const KubeObject>& object, bool grpc) {
+  auto [it, fresh] = entries_.try_emplace(object.get());
+  Entry& entry = it->second;
+  entry.used = true;
+  if (fresh || entry.grpc != grpc) {
+    entry = {
+        object, grpc,
+        std::make_shared<const gateway_api::Route>(gateway_api::ParseRoute(object->object, grpc)),
+        true};
+  }
+  return entry.route;
+}
+
+void ParsedRoutes::ForgetUnused() {
+  absl::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
+  for (auto& [object, entry] : entries_) entry.used = false;
+}
+
 gateway_api::GatewayApiInput GatewayApiInputOf(const KubeObjectsByResource& objects,
-                                               DiscoveredServices services) {
+                                               DiscoveredServices services, ParsedRoutes* routes) {
+  ParsedRoutes once;
+  if (routes == nullptr) routes = &once;
   gateway_api::GatewayApiInput input;
   for (const auto& [key, o] : Of(objects, "gatewayclasses")) {
     input.classes.push_back(gateway_api::ParseGatewayClass(o->object));
@@ -73,12 +94,11 @@ gateway_api::GatewayApiInput GatewayApiInputOf(const KubeObjectsByResource& obje
   for (const auto& [key, o] : Of(objects, "gateways")) {
     input.gateways.push_back(gateway_api::ParseGateway(o->object));
   }
-  for (const auto& [key, o] : Of(objects, "httproutes")) {
-    input.routes.push_back(gateway_api::ParseRoute(o->object, false));
-  }
-  for (const auto& [key, o] : Of(objects, "grpcroutes")) {
-    input.routes.push_back(gateway_api::ParseRoute(o->object, true));
-  }
+  for (const auto& [key, o] : Of(objects, "httproutes"))
+    input.routes.push_back(routes->Parse(o, false));
+  for (const auto& [key, o] : Of(objects, "grpcroutes"))
+    input.routes.push_back(routes->Parse(o, true));
+  routes->ForgetUnused();
   for (const auto& [key, o] : Of(objects, "referencegrants")) {
     input.grants.push_back(gateway_api::ParseReferenceGrant(o->object));
   }

@@ -4,9 +4,11 @@
 // (src/gateway_api/convert.h for what happens next).
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "src/gateway_api/input.h"
 #include "src/kube/kube_api.h"
 #include "src/kube/reflector.h"
@@ -33,7 +35,29 @@ std::map<std::string, KubeResource> GatewayApiStatusResources();
 // Objects by resource name ("gateways", ...), as reflected.
 using KubeObjectsByResource = std::map<std::string, KubeObjects>;
 
+// Routes parsed from their API objects, kept while an object is the same
+// (a reflector shares an object until it changes), so that a change to one
+// of 10,000 HTTPRoutes parses one. Not thread-safe.
+class ParsedRoutes {
+ public:
+  std::shared_ptr<const gateway_api::Route> Parse(const std::shared_ptr<const KubeObject>& object,
+                                                  bool grpc);
+  // Forgets the routes not parsed since the last call.
+  void ForgetUnused();
+
+ private:
+  struct Entry {
+    std::shared_ptr<const KubeObject> object;  // keeps the key's address taken
+    bool grpc = false;
+    std::shared_ptr<const gateway_api::Route> route;
+    bool used = true;
+  };
+  absl::flat_hash_map<const KubeObject*, Entry> entries_;
+};
+
+// `routes`: where routes parsed before are found; nullptr parses them all.
 gateway_api::GatewayApiInput GatewayApiInputOf(const KubeObjectsByResource& objects,
-                                               DiscoveredServices services);
+                                               DiscoveredServices services,
+                                               ParsedRoutes* routes = nullptr);
 
 }  // namespace holdfast

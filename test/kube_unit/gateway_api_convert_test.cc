@@ -25,8 +25,11 @@ class GatewayApiConvertTest : public ::testing::Test {
     AddService(input_, "shop", "api", 9000);
   }
   void AddGateway(const json& object) { input_.gateways.push_back(ParseGateway(object)); }
-  void AddHttpRoute(const json& object) { input_.routes.push_back(ParseRoute(object, false)); }
-  void AddGrpcRoute(const json& object) { input_.routes.push_back(ParseRoute(object, true)); }
+  void AddHttpRoute(const json& object) { input_.routes.push_back(Parsed(object, false)); }
+  void AddGrpcRoute(const json& object) { input_.routes.push_back(Parsed(object, true)); }
+  static std::shared_ptr<const Route> Parsed(const json& object, bool grpc) {
+    return std::make_shared<const Route>(ParseRoute(object, grpc));
+  }
 
   // Converts, translates, and settles the statuses.
   void Run() {
@@ -408,9 +411,9 @@ TEST_F(GatewayApiConvertTest, DecoderReusesUnchangedObjectsAndForgetsGoneOnes) {
   }
   // One route changed, one gone: the output is what a fresh decoder makes,
   // and what is no longer made is forgotten.
-  input_.routes[0] = ParseRoute(RouteJson("HTTPRoute", "shop", "r0", {"h0.example.com"},
-                                          {PrefixRule("/v2", {Backend("api", 9000)})}),
-                                false);
+  input_.routes[0] = Parsed(RouteJson("HTTPRoute", "shop", "r0", {"h0.example.com"},
+                                      {PrefixRule("/v2", {Backend("api", 9000)})}),
+                            false);
   input_.routes.pop_back();
   const Conversion changed = ConvertGatewayApi(input_, cache);
   const Conversion fresh = ConvertGatewayApi(input_);
@@ -466,7 +469,7 @@ TEST_F(GatewayApiConvertTest, CacheKeepsRoutesWhileThemAndTheirBackendsAreTheSam
   json changed = RouteJson("HTTPRoute", "shop", "r1", {"shared.example.com"},
                            {PrefixRule("/moved", {Backend("web", 80)})});
   changed["metadata"]["resourceVersion"] = "20";
-  input_.routes[1] = ParseRoute(changed, false);
+  input_.routes[1] = Parsed(changed, false);
   ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
 
   // A Service gone, the routes the same: their backendRefs no longer

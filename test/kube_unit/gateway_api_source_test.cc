@@ -204,3 +204,33 @@ TEST_F(GatewayApiSourceTest, MissingCrdsDoNotHoldTranslationBack) {
 
 }  // namespace
 }  // namespace holdfast
+
+namespace holdfast {
+namespace {
+
+TEST(ParsedRoutesTest, ARouteIsParsedOnceWhileItsObjectIsTheSame) {
+  using gateway_api::testing::RouteJson;
+  std::shared_ptr<const KubeObject> object =
+      MakeKubeObject(RouteJson("HTTPRoute", "shop", "r", {"shop.example.com"}, json::array()));
+  KubeObjectsByResource objects;
+  objects["httproutes"]["shop/r"] = object;
+  ParsedRoutes parsed;
+  const gateway_api::GatewayApiInput first = GatewayApiInputOf(objects, {}, &parsed);
+  const gateway_api::GatewayApiInput again = GatewayApiInputOf(objects, {}, &parsed);
+  ASSERT_EQ(first.routes.size(), 1u);
+  ASSERT_EQ(again.routes.size(), 1u);
+  EXPECT_EQ(first.routes[0], again.routes[0]) << "the same object: the route parsed before";
+
+  // A changed object is a new object: parsed anew.
+  objects["httproutes"]["shop/r"] =
+      MakeKubeObject(RouteJson("HTTPRoute", "shop", "r", {"www.example.com"}, json::array()));
+  const gateway_api::GatewayApiInput changed = GatewayApiInputOf(objects, {}, &parsed);
+  ASSERT_EQ(changed.routes.size(), 1u);
+  EXPECT_NE(changed.routes[0], first.routes[0]);
+  EXPECT_EQ(changed.routes[0]->hostnames, std::vector<std::string>{"www.example.com"});
+  // The old route was forgotten: only the new one is kept alive by the cache.
+  EXPECT_EQ(first.routes[0].use_count(), 2) << "first and again hold it, the cache does not";
+}
+
+}  // namespace
+}  // namespace holdfast
