@@ -64,13 +64,14 @@ class ConversionCache {
   // Ends it: forgets what it did not use, so memory follows the objects.
   void End();
 
-  // `route` as converted before, or nullptr. Routes without a
-  // resourceVersion (not from an API server) are never remembered.
+  // `route` as converted before, or nullptr (valid until the next Keep).
+  // Routes without a resourceVersion (not from an API server) are never
+  // remembered.
   const ConvertedRoute* FindRoute(const Route& route);
   void KeepRoute(const Route& route, const ConvertedRoute& converted);
 
   // The virtual service `name` as decoded before from exactly `routes`
-  // (the same specs, in order), or nullptr.
+  // (the same specs, in order), or nullptr (valid until the next Keep).
   const DecodedService* FindService(
       const std::string& name, const std::vector<std::shared_ptr<const nlohmann::json>>& routes);
   void KeepService(const std::string& name, DecodedService decoded);
