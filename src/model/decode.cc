@@ -725,7 +725,7 @@ DecodedObject DecodeGuarded(const YAML::Node& document, const std::string& file,
 }  // namespace
 
 std::string GatewayObject::kind() const {
-  switch (spec.index()) {
+  switch (spec->index()) {
     case 0:
       return kind::kUpstream;
     case 1:

@@ -5,6 +5,7 @@
 // translator's job.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -217,10 +218,37 @@ struct SecretSpec {
   std::string private_key;  // PEM
 };
 
+using ObjectSpec =
+    std::variant<UpstreamSpec, VirtualServiceSpec, RouteTableSpec, GatewaySpec, SecretSpec>;
+
+// An object's spec, immutable once made and shared by every copy of the
+// object: sources, the Gateway API conversion and the translator keep
+// objects by value, and copying 10,000 virtual services' routes several
+// times per change was a third of a change's time. Read it as a variant:
+// std::get<VirtualServiceSpec>(*object.spec).
+class SharedSpec {
+ public:
+  SharedSpec() : spec_(Empty()) {}
+  template <typename Spec>
+  SharedSpec(Spec spec)  // NOLINT: implicit, as assigning the variant was
+      : spec_(std::make_shared<const ObjectSpec>(std::move(spec))) {}
+
+  const ObjectSpec& operator*() const { return *spec_; }
+  const ObjectSpec* operator->() const { return spec_.get(); }
+
+ private:
+  static const std::shared_ptr<const ObjectSpec>& Empty() {
+    static const auto* empty =
+        new std::shared_ptr<const ObjectSpec>(std::make_shared<const ObjectSpec>());
+    return *empty;
+  }
+  std::shared_ptr<const ObjectSpec> spec_;
+};
+
 // One object of any kind, as decoded.
 struct GatewayObject {
   ObjectMeta meta;
-  std::variant<UpstreamSpec, VirtualServiceSpec, RouteTableSpec, GatewaySpec, SecretSpec> spec;
+  SharedSpec spec;
   std::string kind() const;
   ObjectKey key() const { return {kind(), meta.ns, meta.name}; }
   // Digest of the decoded content, for change detection.

@@ -58,7 +58,7 @@ bool AllIpAddresses(const std::vector<UpstreamHost>& hosts) {
 const DiscoveredServicePort* ResolveServicePort(const GatewayObject& object,
                                                 const DiscoveredServices& services,
                                                 ObjectStatus* status) {
-  const ServiceRef& ref = *std::get<UpstreamSpec>(object.spec).service;
+  const ServiceRef& ref = *std::get<UpstreamSpec>(*object.spec).service;
   const ServiceKey key = *ServiceKeyOf(object);
   const std::string service = absl::StrCat(key.ns, "/", key.name);
   auto found = services.find(key);
@@ -157,7 +157,7 @@ void AddOutlierDetection(const OutlierDetection& od, Cluster* cluster) {
 
 std::vector<ResourcePtr> TranslateUpstream(const GatewayObject& object, ObjectStatus* status,
                                            const DiscoveredServices& services) {
-  const auto& spec = std::get<UpstreamSpec>(object.spec);
+  const auto& spec = std::get<UpstreamSpec>(*object.spec);
   const std::string name = names::Cluster(object.meta.ns, object.meta.name);
   const DiscoveredServicePort* port =
       spec.service.has_value() ? ResolveServicePort(object, services, status) : nullptr;

@@ -21,7 +21,7 @@ using envoy::config::listener::v3::Listener;
 std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
                                                    const GatewayContext& context,
                                                    ObjectStatus& status) {
-  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  const auto& spec = std::get<GatewaySpec>(*gateway.spec);
   const ObjectIndex& index = *context.index;
   std::vector<const GatewayObject*> selected;
   for (size_t i = 0; i < spec.virtual_services.size(); ++i) {
@@ -61,7 +61,7 @@ bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const Ser
                 std::string* routes_bytes) {
   const std::string gateway_id = gateway.key().ToString();
   std::vector<std::string> conflicts;
-  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
     auto [owner, fresh] = domain_owner.emplace(domain, vs.key());
     if (!fresh) {
       conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
@@ -77,7 +77,7 @@ bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const Ser
     std::erase_if(domain_owner, [&](const auto& entry) { return entry.second == vs.key(); });
     return false;
   }
-  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
     out->owners[{gateway_id, domain}] = vs.key();
   }
   AppendLengthDelimited(2, service.gateway_vhost, routes_bytes);  // .virtual_hosts
@@ -99,7 +99,7 @@ std::optional<FieldError> AddTls(const GatewayObject& gateway,
                         absl::StrCat("secret ", certificate.secret.name, " not found"),
                         {}};
     }
-    const auto& material = std::get<SecretSpec>(secret->spec);
+    const auto& material = std::get<SecretSpec>(*secret->spec);
     out->mutable_certificate_chain()->set_inline_string(material.certificate);
     out->mutable_private_key()->set_inline_string(material.private_key);
   } else {
@@ -117,7 +117,7 @@ std::optional<FieldError> AddTls(const GatewayObject& gateway,
 std::optional<FieldError> AddFilterChains(const GatewayObject& gateway, const ObjectIndex& index,
                                           const envoy::config::listener::v3::Filter& hcm,
                                           Listener* listener) {
-  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  const auto& spec = std::get<GatewaySpec>(*gateway.spec);
   if (!spec.tls) {
     *listener->add_filter_chains()->add_filters() = hcm;
     return std::nullopt;
@@ -150,7 +150,7 @@ std::optional<FieldError> AddFilterChains(const GatewayObject& gateway, const Ob
 }  // namespace
 
 bool ServedBefore(const DomainOwners& owners, const std::string& scope, const GatewayObject& vs) {
-  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
     auto it = owners.find({scope, domain});
     if (it != owners.end() && it->second == vs.key()) return true;
   }
@@ -159,7 +159,7 @@ bool ServedBefore(const DomainOwners& owners, const std::string& scope, const Ga
 
 std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
                                            const GatewayContext& context, GatewayOutput* out) {
-  const auto& spec = std::get<GatewaySpec>(gateway.spec);
+  const auto& spec = std::get<GatewaySpec>(*gateway.spec);
   ObjectStatus& own_status = out->statuses[gateway.key()];
   own_status.key = gateway.key();
   const std::string routes_name = names::GatewayRoutes(gateway.key());

@@ -8,7 +8,7 @@ namespace holdfast {
 using envoy::config::endpoint::v3::ClusterLoadAssignment;
 
 std::optional<ServiceKey> ServiceKeyOf(const GatewayObject& upstream) {
-  const auto* spec = std::get_if<UpstreamSpec>(&upstream.spec);
+  const auto* spec = std::get_if<UpstreamSpec>(&*upstream.spec);
   if (spec == nullptr || !spec->service.has_value()) return std::nullopt;
   const ServiceRef& ref = *spec->service;
   return ServiceKey{ref.ns.empty() ? upstream.meta.ns : ref.ns, ref.name};

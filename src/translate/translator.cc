@@ -193,7 +193,7 @@ void Translator::TranslateGateways(Pass& pass) {
   std::map<std::pair<std::string, uint32_t>, ObjectKey> bound;
   const GatewayContext context{&pass.index, &service_cache_, &domain_owners_};
   for (const GatewayObject* gateway : pass.index.OfKind(kind::kGateway)) {
-    const auto& spec = std::get<GatewaySpec>(gateway->spec);
+    const auto& spec = std::get<GatewaySpec>(*gateway->spec);
     ObjectStatus& status = pass.statuses[gateway->key()];
     auto [slot, inserted] =
         bound.emplace(std::make_pair(spec.bind_address, spec.port), gateway->key());

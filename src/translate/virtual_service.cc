@@ -25,7 +25,7 @@ struct VirtualHosts {
 VirtualHosts TranslateRoutes(const GatewayObject& vs, const ServiceContext& context,
                              StatusMap& scratch) {
   VirtualHosts hosts;
-  const auto& spec = std::get<VirtualServiceSpec>(vs.spec);
+  const auto& spec = std::get<VirtualServiceSpec>(*vs.spec);
   const std::string vhost_name = absl::StrCat(vs.meta.ns, "/", vs.meta.name);
   hosts.for_gateway.set_name(vhost_name);
   hosts.for_grpc.set_name(vhost_name);
@@ -94,7 +94,7 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
     return Refused("gRPC route configuration", valid);
   }
   out.grpc_routes = Resource::FromMessage(grpc_routes.name(), grpc_routes);
-  for (const std::string& domain : std::get<VirtualServiceSpec>(vs.spec).domains) {
+  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
     if (domain.find('*') != std::string::npos) continue;  // gRPC targets are exact names
     Listener listener;
     listener.set_name(domain);

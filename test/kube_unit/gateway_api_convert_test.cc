@@ -108,7 +108,7 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  const auto& spec = std::get<VirtualServiceSpec>(vs->spec);
+  const auto& spec = std::get<VirtualServiceSpec>(*vs->spec);
   EXPECT_EQ(spec.domains, (std::vector<std::string>{"shop.example.com", "shop.example.com:8080"}));
   ASSERT_EQ(spec.routes.size(), 1u);
   EXPECT_EQ(spec.routes[0].match.path.value, "/shop");
@@ -175,7 +175,7 @@ TEST_F(GatewayApiConvertTest, FiltersBecomeRedirectsAndRewrites) {
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  const auto& routes = std::get<VirtualServiceSpec>(*vs->spec).routes;
   ASSERT_EQ(routes.size(), 2u) << "ReplaceFullPath on a prefix match is dropped";
   const Redirect& r = std::get<Redirect>(routes[0].action);  // same length: rule order
   EXPECT_TRUE(r.https);
@@ -330,7 +330,7 @@ TEST_F(GatewayApiConvertTest, BadRulesAreDroppedAndNamedWhileOthersServe) {
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  EXPECT_EQ(std::get<VirtualServiceSpec>(vs->spec).routes.size(), 2u) << "/ and the mirrored /m";
+  EXPECT_EQ(std::get<VirtualServiceSpec>(*vs->spec).routes.size(), 2u) << "/ and the mirrored /m";
 
   Condition accepted = RouteCondition("broken", "Accepted");
   EXPECT_FALSE(accepted.status);
@@ -356,7 +356,7 @@ TEST_F(GatewayApiConvertTest, RequestMirrorAndRedirectPort) {
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  const auto& routes = std::get<VirtualServiceSpec>(*vs->spec).routes;
   ASSERT_EQ(routes.size(), 2u);
   const holdfast::Route& m = routes[0].match.path.value == "/m" ? routes[0] : routes[1];
   const holdfast::Route& old = &m == &routes[0] ? routes[1] : routes[0];
@@ -510,7 +510,7 @@ TEST_F(GatewayApiConvertTest, RoutesOnOneHostAreMergedByPrecedence) {
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:shop.example.com");
   ASSERT_NE(vs, nullptr);
-  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  const auto& routes = std::get<VirtualServiceSpec>(*vs->spec).routes;
   ASSERT_EQ(routes.size(), 3u);
   EXPECT_EQ(routes[0].match.path.value, "/a/b");
   EXPECT_EQ(routes[1].match.path.value, "/a");
@@ -529,14 +529,14 @@ TEST_F(GatewayApiConvertTest, GrpcRouteReachesProxylessClients) {
   const GatewayObject* vs =
       Object(kind::kVirtualService, "infra", "gateway-api:gw:8080:grpc.example.com");
   ASSERT_NE(vs, nullptr);
-  const auto& routes = std::get<VirtualServiceSpec>(vs->spec).routes;
+  const auto& routes = std::get<VirtualServiceSpec>(*vs->spec).routes;
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_EQ(routes[0].match.path.kind, StringMatch::Kind::kExact);
   EXPECT_EQ(routes[0].match.path.value, "/shop.Cart/Add");
   EXPECT_EQ(routes[1].match.path.value, "/shop.Orders/");
   const GatewayObject* upstream = Object(kind::kUpstream, "shop", "gateway-api:h2:api:9000");
   ASSERT_NE(upstream, nullptr);
-  EXPECT_EQ(std::get<UpstreamSpec>(upstream->spec).http2, true);
+  EXPECT_EQ(std::get<UpstreamSpec>(*upstream->spec).http2, true);
   EXPECT_TRUE(HasResource("Listener", "grpc.example.com"));
   std::string grpc =
       ResourceText("RouteConfiguration", "grpc/infra/gateway-api:gw:8080:grpc.example.com");
@@ -604,7 +604,7 @@ TEST_F(GatewayApiConvertTest, HttpsListenerCertificates) {
           ->status);
   const GatewayObject* gw = Object(kind::kGateway, "infra", "gateway-api:secure:8443");
   ASSERT_NE(gw, nullptr);
-  ASSERT_TRUE(std::get<GatewaySpec>(gw->spec).tls.has_value());
+  ASSERT_TRUE(std::get<GatewaySpec>(*gw->spec).tls.has_value());
   EXPECT_NE(Object(kind::kSecret, "infra", "gateway-api:secret:certs:cert"), nullptr);
   EXPECT_TRUE(
       absl::StrContains(ResourceText("Listener", "gateway/infra/gateway-api:secure:8443"), "CERT"));
@@ -641,7 +641,7 @@ TEST_F(GatewayApiConvertTest, HttpsListenersOnOnePortChooseCertificatesBySni) {
   }
   const GatewayObject* gw = Object(kind::kGateway, "infra", "gateway-api:edge:8443");
   ASSERT_NE(gw, nullptr);
-  const GatewayTls& tls = *std::get<GatewaySpec>(gw->spec).tls;
+  const GatewayTls& tls = *std::get<GatewaySpec>(*gw->spec).tls;
   EXPECT_EQ(tls.certificate.secret.name, "gateway-api:secret:infra:default-cert");
   ASSERT_EQ(tls.sni.size(), 2u);  // by Secret: api-cert's two names, shop-cert's one
   EXPECT_EQ(tls.sni[0].server_names,
