@@ -8,55 +8,52 @@
 namespace holdfast::gateway_api {
 namespace {
 
-// `value` as the node a YAML parser makes of its JSON text (every scalar
-// as its text), or nullopt when a string is not UTF-8: the text, written
-// with replacement characters, is decoded then.
-std::optional<YAML::Node> YamlOf(const nlohmann::json& value) {
+// Writes `value` into `node` as the node a YAML parser makes of its JSON
+// text (every scalar as its text). `node` is part of the document, so every
+// node is made in the document's memory: subtrees built apart and attached
+// are merged node by node, which cost more than parsing. False when a
+// string is not UTF-8: the text, written with replacement characters, is
+// decoded then.
+bool FillYaml(const nlohmann::json& value, YAML::Node node) {
   switch (value.type()) {
-    case nlohmann::json::value_t::object: {
-      YAML::Node map(YAML::NodeType::Map);
+    case nlohmann::json::value_t::object:
+      if (value.empty()) node = YAML::Node(YAML::NodeType::Map);
       for (const auto& [key, item] : value.items()) {
-        std::optional<YAML::Node> node = YamlOf(item);
-        if (!node || !IsValidUtf8(key)) return std::nullopt;
-        map[key] = *node;
+        if (!IsValidUtf8(key) || !FillYaml(item, node[key])) return false;
       }
-      return map;
-    }
-    case nlohmann::json::value_t::array: {
-      YAML::Node list(YAML::NodeType::Sequence);
-      for (const nlohmann::json& item : value) {
-        std::optional<YAML::Node> node = YamlOf(item);
-        if (!node) return std::nullopt;
-        list.push_back(*node);
+      return true;
+    case nlohmann::json::value_t::array:
+      if (value.empty()) node = YAML::Node(YAML::NodeType::Sequence);
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (!FillYaml(value[i], node[i])) return false;
       }
-      return list;
-    }
+      return true;
     case nlohmann::json::value_t::string: {
       const std::string& text = value.get_ref<const std::string&>();
-      if (!IsValidUtf8(text)) return std::nullopt;
-      return YAML::Node(text);
+      if (!IsValidUtf8(text)) return false;
+      node = text;
+      return true;
     }
     case nlohmann::json::value_t::null:
     case nlohmann::json::value_t::discarded:
-      return YAML::Node(YAML::NodeType::Null);
+      node = YAML::Node(YAML::NodeType::Null);
+      return true;
     default:  // numbers and booleans, as JSON writes them
-      return YAML::Node(value.dump());
+      node = value.dump();
+      return true;
   }
 }
 
 // The document around `spec`, as the node its text parses to.
 std::optional<YAML::Node> DocumentOf(const std::string& kind, const std::string& ns,
                                      const nlohmann::json& spec) {
-  std::optional<YAML::Node> spec_node = YamlOf(spec);
-  if (!spec_node || !IsValidUtf8(kind) || !IsValidUtf8(ns)) return std::nullopt;
-  YAML::Node metadata(YAML::NodeType::Map);
-  metadata["name"] = "synthesized";
-  metadata["namespace"] = ns;
+  if (!IsValidUtf8(kind) || !IsValidUtf8(ns)) return std::nullopt;
   YAML::Node document(YAML::NodeType::Map);
   document["apiVersion"] = "holdfast.dev/v1";
   document["kind"] = kind;
-  document["metadata"] = metadata;
-  document["spec"] = *spec_node;
+  document["metadata"]["name"] = "synthesized";
+  document["metadata"]["namespace"] = ns;
+  if (!FillYaml(spec, document["spec"])) return std::nullopt;
   return document;
 }
 
@@ -113,6 +110,7 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
       KeepDecoded(DecodeNode(*document, at.file, ContentDigest(text)), &entry.object,
                   &entry.errors);
     } else {
+      ++decoded_as_text_;
       DecodeText(text, at.file, &entry.object, &entry.errors);
     }
   }

@@ -36,6 +36,8 @@ class HoldfastObjectDecoder {
   void EndConversion();
 
   size_t remembered() const { return entries_.size(); }
+  // How many documents were decoded from their text (a string not UTF-8).
+  size_t decoded_as_text() const { return decoded_as_text_; }
 
  private:
   struct Entry {
@@ -45,6 +47,7 @@ class HoldfastObjectDecoder {
   };
   // By the object's location (file) and the decoder's input text.
   absl::flat_hash_map<std::string, Entry> entries_;
+  size_t decoded_as_text_ = 0;
 };
 
 }  // namespace holdfast::gateway_api

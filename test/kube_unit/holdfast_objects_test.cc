@@ -80,6 +80,7 @@ TEST(HoldfastObjectDecoderTest, ValidObjectsTranslateAsTheirTextWould) {
     by_decoder.objects[built.object->key()] = *built.object;
     by_text.objects[parsed.object->key()] = *parsed.object;
   }
+  EXPECT_EQ(decoder.decoded_as_text(), 0u) << "built in memory";
   const TranslationOutput a = Translator().Translate(by_decoder);
   const TranslationOutput b = Translator().Translate(by_text);
   ASSERT_EQ(a.resources.size(), b.resources.size());
@@ -114,6 +115,7 @@ TEST(HoldfastObjectDecoderTest, InvalidObjectsFailAsTheirTextWould) {
     EXPECT_FALSE(built.errors.empty()) << spec.dump();
     EXPECT_EQ(built.errors, parsed.errors) << spec.dump();
   }
+  EXPECT_EQ(decoder.decoded_as_text(), 0u) << "built in memory";
 }
 
 TEST(HoldfastObjectDecoderTest, TextThatIsNotUtf8IsDecodedWithReplacements) {
@@ -124,6 +126,7 @@ TEST(HoldfastObjectDecoderTest, TextThatIsNotUtf8IsDecodedWithReplacements) {
   Decoded parsed = ByText(kind::kVirtualService, spec);
   EXPECT_EQ(built.object.has_value(), parsed.object.has_value());
   EXPECT_EQ(built.errors, parsed.errors);
+  EXPECT_EQ(decoder.decoded_as_text(), 1u);
 }
 
 }  // namespace
