@@ -1,6 +1,7 @@
 #include "src/model/decode.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -724,20 +725,13 @@ DecodedObject DecodeGuarded(const YAML::Node& document, const std::string& file,
 
 }  // namespace
 
-std::string GatewayObject::kind() const {
-  switch (spec->index()) {
-    case 0:
-      return kind::kUpstream;
-    case 1:
-      return kind::kVirtualService;
-    case 2:
-      return kind::kRouteTable;
-    case 3:
-      return kind::kGateway;
-    case 4:
-      return kind::kSecret;
-  }
-  return "";
+const std::string& GatewayObject::kind() const {
+  // In the variant's order; built once: kind() is called for every
+  // comparison of objects by key.
+  static const auto* kinds = new std::array<std::string, 5>{
+      kind::kUpstream, kind::kVirtualService, kind::kRouteTable, kind::kGateway, kind::kSecret};
+  static const auto* none = new std::string();
+  return spec->index() < kinds->size() ? (*kinds)[spec->index()] : *none;
 }
 
 DecodedFile DecodeObjects(const std::string& contents, const std::string& file) {

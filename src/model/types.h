@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -249,11 +250,17 @@ class SharedSpec {
 struct GatewayObject {
   ObjectMeta meta;
   SharedSpec spec;
-  std::string kind() const;
+  const std::string& kind() const;
   ObjectKey key() const { return {kind(), meta.ns, meta.name}; }
   // Digest of the decoded content, for change detection.
   std::string content_digest;
 };
+
+// Orders as a.key() < b.key(), without building the keys (sorting 10,000
+// virtual services by key built 40,000 strings per translation).
+inline bool KeyLess(const GatewayObject& a, const GatewayObject& b) {
+  return std::tie(a.kind(), a.meta.ns, a.meta.name) < std::tie(b.kind(), b.meta.ns, b.meta.name);
+}
 
 namespace kind {
 inline constexpr char kUpstream[] = "Upstream";

@@ -62,7 +62,7 @@ std::vector<const GatewayObject*> Flattener::TablesOf(const GatewayObject& owner
   std::stable_sort(tables.begin(), tables.end(), [](const auto* a, const auto* b) {
     const int wa = std::get<RouteTableSpec>(*a->spec).weight;
     const int wb = std::get<RouteTableSpec>(*b->spec).weight;
-    return wa != wb ? wa < wb : a->key() < b->key();
+    return wa != wb ? wa < wb : KeyLess(*a, *b);
   });
   tables.erase(std::unique(tables.begin(), tables.end()), tables.end());
   return tables;
@@ -99,7 +99,8 @@ void Flattener::Expand(const GatewayObject& owner, const std::vector<Route>& rou
         continue;
       }
       stack.push_back(table->key());
-      Expand(*table, std::get<RouteTableSpec>(*table->spec).routes, PathPrefixOf(route), stack, out);
+      Expand(*table, std::get<RouteTableSpec>(*table->spec).routes, PathPrefixOf(route), stack,
+             out);
       stack.pop_back();
     }
   }

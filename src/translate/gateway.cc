@@ -41,7 +41,7 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
     }
   }
   std::sort(selected.begin(), selected.end(),
-            [](const auto* a, const auto* b) { return a->key() < b->key(); });
+            [](const auto* a, const auto* b) { return KeyLess(*a, *b); });
   selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   // Services that could not be translated are Rejected on their own.
   std::erase_if(selected,

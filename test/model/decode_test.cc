@@ -295,3 +295,34 @@ TEST(DecodeTest, TextThatIsNotUtf8IsRefusedWithItsLine) {
 
 }  // namespace
 }  // namespace holdfast
+
+namespace holdfast {
+namespace {
+
+TEST(GatewayObjectTest, KeyLessOrdersAsKeys) {
+  std::vector<GatewayObject> objects;
+  const std::vector<SharedSpec> specs = {UpstreamSpec{}, VirtualServiceSpec{}, RouteTableSpec{},
+                                         GatewaySpec{}, SecretSpec{}};
+  for (const SharedSpec& spec : specs) {
+    for (const char* ns : {"a", "shop", "shop-long-namespace-name"}) {
+      for (const char* name : {"x", "web", "a-name-longer-than-fifteen"}) {
+        GatewayObject o;
+        o.spec = spec;
+        o.meta.ns = ns;
+        o.meta.name = name;
+        objects.push_back(o);
+      }
+    }
+  }
+  for (const GatewayObject& a : objects) {
+    for (const GatewayObject& b : objects) {
+      EXPECT_EQ(KeyLess(a, b), a.key() < b.key())
+          << a.key().ToString() << " vs " << b.key().ToString();
+    }
+  }
+  EXPECT_EQ(objects[0].kind(), kind::kUpstream);
+  EXPECT_EQ(objects.back().kind(), kind::kSecret);
+}
+
+}  // namespace
+}  // namespace holdfast
