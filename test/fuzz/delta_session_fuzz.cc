@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     data += 2 + length;
     size -= 2 + length;
     if (new_snapshot) {
-      snapshot = holdfast::testing::Chain(port % 2 ? "1" : "2", ++port);
+      const char* version = port % 2 ? "1" : "2";  // read before the port moves on
+      snapshot = holdfast::testing::Chain(version, ++port);
       session.OnSnapshot(snapshot);
     }
     for (int i = 0; i < 16; ++i) {
