@@ -1,18 +1,9 @@
 #include "src/gateway_api/conversion_cache.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "src/common/forget_unused.h"
 
 namespace holdfast::gateway_api {
-namespace {
-
-template <typename Map>
-void ForgetUnused(Map& entries) {
-  absl::erase_if(entries, [](const auto& entry) { return !entry.second.used; });
-  for (auto& [key, entry] : entries) entry.used = false;
-}
-
-}  // namespace
 
 void ConversionCache::Begin(const GatewayApiInput& input) {
   Backdrop backdrop;

@@ -1,6 +1,7 @@
 #include "src/gateway_api/holdfast_objects.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/common/forget_unused.h"
 #include "src/common/utf8.h"
 #include "src/model/decode.h"
 #include "src/snapshot/resource.h"
@@ -122,9 +123,6 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
   return object;
 }
 
-void HoldfastObjectDecoder::EndConversion() {
-  absl::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
-  for (auto& [text, entry] : entries_) entry.used = false;
-}
+void HoldfastObjectDecoder::EndConversion() { ForgetUnused(entries_); }
 
 }  // namespace holdfast::gateway_api

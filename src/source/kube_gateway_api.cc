@@ -1,6 +1,7 @@
 #include "src/source/kube_gateway_api.h"
 
 #include "absl/strings/escaping.h"
+#include "src/common/forget_unused.h"
 #include "src/common/utf8.h"
 #include "src/gateway_api/objects.h"
 #include "src/kube/json_fields.h"
@@ -78,10 +79,7 @@ std::shared_ptr<const gateway_api::Route> ParsedRoutes::Parse(
   return entry.route;
 }
 
-void ParsedRoutes::ForgetUnused() {
-  absl::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
-  for (auto& [object, entry] : entries_) entry.used = false;
-}
+void ParsedRoutes::ForgetUnused() { holdfast::ForgetUnused(entries_); }
 
 gateway_api::GatewayApiInput GatewayApiInputOf(const KubeObjectsByResource& objects,
                                                DiscoveredServices services, ParsedRoutes* routes) {
