@@ -5,10 +5,15 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "src/xds/sotw_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Protobuf logs every request it refuses to parse (invalid UTF-8), as in
+  // delta_session_fuzz.cc: one line per refused input.
+  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
+  (void)quiet;
   absl::string_view bytes(reinterpret_cast<const char*>(data), size);
   holdfast::SotwRequest request;
   std::optional<envoy::config::core::v3::Node> node;
