@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "absl/strings/match.h"
+#include "google/protobuf/stubs/logging.h"
 #include "src/xds/client_status.h"
 
 namespace {
@@ -36,6 +37,10 @@ std::vector<holdfast::ProxyView> Proxies() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Protobuf logs every request it refuses to parse (invalid UTF-8), as in
+  // delta_session_fuzz.cc: one line per refused input.
+  static const bool quiet = (google::protobuf::SetLogHandler(nullptr), true);
+  (void)quiet;
   static const std::vector<holdfast::ProxyView> proxies = Proxies();
   envoy::service::status::v3::ClientStatusRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
