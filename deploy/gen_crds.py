@@ -376,6 +376,25 @@ ROUTE_TABLE = obj({
     "routes": ROUTES,
 }, required=["routes"])
 
+ROLLOUT_POLICY = obj({
+    "nodeGroup": string("The node group the policy is for; omit it for every group without "
+                        "a policy of its own.", min_length=1, max_length=MAX_NAME),
+    "canaries": obj({
+        "percent": uint32("A stable hash of the node id picks this percentage of the group.",
+                          minimum=0, maximum=100),
+        "nodeMetadata": obj({
+            "key": string(max_length=MAX_NAME),
+            "value": string(max_length=MAX_STRING),
+        }, "Proxies whose node metadata has key set to the string value.",
+            required=["key", "value"]),
+    }, "Which proxies get a new configuration first. Neither: none (the group gets every "
+       "snapshot at once)."),
+    "bake": duration("How long every canary must hold a new snapshot before everyone gets it "
+                     "(default 60s)."),
+    "ackTimeout": duration("Canaries that have not all ACKed by then hold the rollout "
+                           "(default 30s).", positive=True),
+})
+
 _files = f"({nonempty('certFile')} || {nonempty('keyFile')})"
 CERTIFICATE = {
     "certFile": string("Certificate file on the proxy."),
@@ -467,6 +486,9 @@ KINDS = [
      "Routes that virtual services (or other tables) delegate to.", []),
     ("Upstream", "upstreams", "hup", UPSTREAM,
      "A set of backend hosts: one Envoy cluster.", []),
+    ("RolloutPolicy", "rolloutpolicies", "hrp", ROLLOUT_POLICY,
+     "How a new configuration reaches a node group's proxies: canaries first.",
+     [{"name": "Node-Group", "type": "string", "jsonPath": ".spec.nodeGroup"}]),
 ]
 
 

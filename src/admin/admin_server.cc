@@ -265,7 +265,7 @@ HttpResponse AdminServer::Handle(const HttpRequest& request) {
   if (request.method == "POST") return Act(request);
   auto route = routes_.find(request.path);
   if (route == routes_.end()) {
-    if (sources_.actions.contains(request.path)) {
+    if (FindAction(request.path).action != nullptr) {
       HttpResponse response = HttpResponse::Text(405, "an action: POST only\n");
       response.headers.emplace_back("Allow", "POST");
       return response;
@@ -275,9 +275,23 @@ HttpResponse AdminServer::Handle(const HttpRequest& request) {
   return route->second(request);
 }
 
+AdminServer::FoundAction AdminServer::FindAction(const std::string& path) const {
+  if (auto exact = sources_.actions.find(path); exact != sources_.actions.end()) {
+    return {&exact->second, ""};
+  }
+  // The nearest action above: /rollout/promote for /rollout/promote/a/b.
+  for (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0;
+       slash = path.rfind('/', slash - 1)) {
+    if (auto above = sources_.actions.find(path.substr(0, slash)); above != sources_.actions.end()) {
+      return {&above->second, path.substr(slash + 1)};
+    }
+  }
+  return {};
+}
+
 HttpResponse AdminServer::Act(const HttpRequest& request) {
-  auto action = sources_.actions.find(request.path);
-  if (action == sources_.actions.end()) {
+  const FoundAction found = FindAction(request.path);
+  if (found.action == nullptr) {
     HttpResponse response = HttpResponse::Text(405, "only GET and HEAD here\n");
     response.headers.emplace_back("Allow", "GET, HEAD");
     return response;
@@ -285,7 +299,7 @@ HttpResponse AdminServer::Act(const HttpRequest& request) {
   if (request.Header("x-holdfast-action").empty()) {
     return HttpResponse::Text(403, "an action needs the header X-Holdfast-Action\n");
   }
-  return Json(action->second());
+  return Json((*found.action)(found.below));
 }
 
 HttpResponse AdminServer::Readyz(bool detail) const {

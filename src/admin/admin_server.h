@@ -39,8 +39,10 @@ struct AdminSources {
   // Actions by path (such as /rollout/promote): POST only, with the header
   // X-Holdfast-Action (which a web page cannot send to another origin, so a
   // browser cannot be made to act for a page it visits), and the token
-  // where one is required. They answer JSON.
-  std::map<std::string, std::function<nlohmann::json()>> actions;
+  // where one is required. They answer JSON. An action also answers the
+  // paths below its own: POST /rollout/promote/edge calls the
+  // /rollout/promote action with "edge" ("" for its own path).
+  std::map<std::string, std::function<nlohmann::json(const std::string& below)>> actions;
 };
 
 // HTTP admin endpoint: /healthz, /readyz, /metrics (Prometheus text),
@@ -58,6 +60,12 @@ class AdminServer {
   void Stop();
 
  private:
+  struct FoundAction {
+    const std::function<nlohmann::json(const std::string&)>* action = nullptr;
+    std::string below;
+  };
+  // The action for `path`: its own, or the one it is below.
+  FoundAction FindAction(const std::string& path) const;
   using Page = std::function<HttpResponse(const HttpRequest&)>;
 
   AdminServer() = default;

@@ -39,7 +39,7 @@ absl::StatusOr<TranslatedConfig> TranslateConfig(const std::map<std::string, Dec
   TranslationOutput output = translator.Translate(input);
   TranslatedConfig out;
   out.statuses = MergeStatuses(std::move(output.statuses), file_statuses);
-  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(output.resources, absl::Now());
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(output.resources, absl::Now(), output.rollouts);
   if (!snapshot.ok()) return snapshot.status();
   out.resources = std::move(output.resources);
   out.snapshot = *std::move(snapshot);

@@ -90,7 +90,7 @@ absl::Status Server::StartParts() {
   absl::StatusOr<RolloutPolicies> rollout = ParseRolloutFlags(options_.rollout);
   if (!rollout.ok()) return rollout.status();
   if (absl::Status source = StartSource(*grace, *rollout); !source.ok()) return source;
-  if (absl::Status xds = StartXds(*rollout); !xds.ok()) return xds;
+  if (absl::Status xds = StartXds(); !xds.ok()) return xds;
   if (absl::Status admin = StartAdmin(); !admin.ok()) return admin;
   if (absl::Status webhook = StartWebhook(); !webhook.ok()) return webhook;
   StartHousekeeping();
@@ -98,11 +98,10 @@ absl::Status Server::StartParts() {
 }
 
 absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicies& rollout) {
-  // With a staged rollout the source's snapshots are staged, and the
-  // controllers decide what proxies see.
+  // The source's snapshots are staged; the rollouts decide what proxies see.
   last_good_ = std::make_unique<LastKnownGood>(
-      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = grace},
-      rollout.enabled() ? &staged_ : &cache_, clock_, &metrics_);
+      LastKnownGood::Options{.state_dir = options_.state_dir, .grace = grace}, &staged_, clock_,
+      &metrics_);
   last_good_->Start();
 
   absl::StatusOr<std::unique_ptr<ServingSource>> source = StartServingSource(
@@ -110,41 +109,26 @@ absl::Status Server::StartSource(absl::Duration grace, const RolloutPolicies& ro
       [this](SnapshotPtr snapshot) { last_good_->PublishLive(std::move(snapshot)); });
   if (!source.ok()) return source.status();
   source_ = *std::move(source);
-  if (rollout.enabled()) StartRollouts(rollout);
+  StartRollouts(rollout);
   return absl::OkStatus();
 }
 
-void Server::StartRollouts(const RolloutPolicies& policies) {
+void Server::StartRollouts(const RolloutPolicies& flags) {
   // A hold is reported on the objects behind what the canaries rejected.
   held_ = std::make_unique<HeldStatusUnion>(
       [source = source_.get()](StatusMap held) { source->SetStatusOverlay(std::move(held)); });
-  std::vector<std::pair<std::string, RolloutPolicy>> all = {{"", policies.fallback}};
-  all.insert(all.end(), policies.groups.begin(), policies.groups.end());
-  for (const auto& [name, policy] : all) {
-    // Started after the source, whose store the replicas share decisions
-    // through; each takes what was staged meanwhile as its first offer.
-    auto controller = std::make_unique<RolloutController>(
-        RolloutController::Options{.policy = policy,
-                                   .group = name,
-                                   .state_dir = options_.state_dir,
-                                   .shared = source_->rollout_document(),
-                                   .replica_id = source_->replica_id()},
-        &staged_, &cache_, &proxies_, clock_, &metrics_);
-    controller->OnHeldStatuses([held = held_.get(), group = name](StatusMap statuses) {
-      held->Set(group, std::move(statuses));
-    });
-    controller->Start();
-    rollouts_.push_back(std::move(controller));
-  }
-}
-
-nlohmann::json Server::RolloutJson() const {
-  nlohmann::json page = rollouts_.front()->ToJson();
-  nlohmann::json groups = nlohmann::json::object();
-  for (size_t i = 1; i < rollouts_.size(); ++i)
-    groups[rollouts_[i]->group()] = rollouts_[i]->ToJson();
-  page["groups"] = std::move(groups);
-  return page;
+  // Started after the source, whose store the replicas share decisions
+  // through; it takes what was staged meanwhile as its first offer.
+  rollouts_ = std::make_unique<RolloutManager>(
+      RolloutManager::Options{.flags = flags,
+                              .state_dir = options_.state_dir,
+                              .shared = source_->rollout_document(),
+                              .replica_id = source_->replica_id()},
+      &staged_, &cache_, &proxies_, &canaries_, clock_, &metrics_);
+  rollouts_->OnHeldStatuses([held = held_.get()](const std::string& rollout, StatusMap statuses) {
+    held->Set(rollout, std::move(statuses));
+  });
+  rollouts_->Start();
 }
 
 absl::StatusOr<XdsServerOptions> Server::XdsOptions() {
@@ -170,7 +154,7 @@ absl::StatusOr<XdsServerOptions> Server::XdsOptions() {
   return xds_options;
 }
 
-absl::Status Server::StartXds(const RolloutPolicies& rollout) {
+absl::Status Server::StartXds() {
   absl::StatusOr<XdsServerOptions> xds_options = XdsOptions();
   if (!xds_options.ok()) return xds_options.status();
   StreamContext context{.cache = &cache_,
@@ -183,15 +167,7 @@ absl::Status Server::StartXds(const RolloutPolicies& rollout) {
                         .control_plane_id = options_.control_plane_id,
                         .limits = StreamLimits{},
                         .identity = &*identity_,
-                        .canary_of = {}};
-  if (rollout.enabled()) {
-    context.canary_of = [policies = rollout](const envoy::config::core::v3::Node& node,
-                                             const std::string& group) {
-      std::string name = policies.RolloutOf(group);
-      const RolloutPolicy& policy = policies.PolicyOf(name);
-      return policy.enabled() && IsCanary(policy, node) ? std::optional(name) : std::nullopt;
-    };
-  }
+                        .canaries = &canaries_};
   absl::StatusOr<std::unique_ptr<XdsServer>> xds = XdsServer::Start(*xds_options, context);
   if (!xds.ok()) return xds.status();
   xds_ = *std::move(xds);
@@ -258,21 +234,17 @@ AdminSources Server::MakeAdminSources() {
   pages["/debug/tls"] = [this] { return TlsStateJson(xds_->TlsState()); };
   pages["/debug/events"] = [this] { return events_.ToJson(); };
   pages["/debug/replica"] = [this] { return ReplicaJson(); };
-  if (!rollouts_.empty()) pages["/debug/rollout"] = [this] { return RolloutJson(); };
+  pages["/debug/rollout"] = [this] { return rollouts_->ToJson(); };
   if (const ConfigSource* config = source_->config_source(); config != nullptr) {
     pages["/debug/store"] = [this, config] {
       return StoreJson(config->health(), last_good_->state(), clock_);
     };
   }
-  std::map<std::string, std::function<nlohmann::json()>> actions;
-  for (const auto& rollout : rollouts_) {
-    // The rollout of groups without their own at /rollout/promote, a
-    // group's at /rollout/promote/GROUP.
-    const std::string group = rollout->group().empty() ? "" : "/" + rollout->group();
-    RolloutController* controller = rollout.get();
-    actions["/rollout/promote" + group] = [controller] { return controller->Promote(); };
-    actions["/rollout/abort" + group] = [controller] { return controller->Abort(); };
-  }
+  // The rollout of groups without their own at /rollout/promote, a group's
+  // at /rollout/promote/GROUP; rollouts come and go with the policies.
+  std::map<std::string, std::function<nlohmann::json(const std::string&)>> actions = {
+      {"/rollout/promote", [this](const std::string& group) { return rollouts_->Promote(group); }},
+      {"/rollout/abort", [this](const std::string& group) { return rollouts_->Abort(group); }}};
   return AdminSources{
       .metrics = &metrics_,
       .cache = &cache_,
@@ -335,7 +307,7 @@ void Server::Stop() {
   if (admin_) admin_->Stop();
   if (source_) source_->Stop();
   if (last_good_) last_good_->Stop();
-  for (const auto& rollout : rollouts_) rollout->Stop();
+  if (rollouts_) rollouts_->Stop();
   if (xds_) xds_->Shutdown(absl::Seconds(1));
   if (collector_ >= 0) metrics_.RemoveCollector(collector_);
 }

@@ -13,7 +13,7 @@
 #include "src/common/memory_trimmer.h"
 #include "src/common/metrics.h"
 #include "src/rollout/held_objects.h"
-#include "src/rollout/rollout_controller.h"
+#include "src/rollout/rollout_manager.h"
 #include "src/snapshot/last_known_good.h"
 #include "src/snapshot/snapshot_cache.h"
 #include "src/xds/xds_server.h"
@@ -45,15 +45,12 @@ class Server {
   // The parts in order; each step fails only on a configuration mistake.
   absl::Status StartParts();
   absl::Status ParseGrouping();
-  // The last-known-good copy, the config source and, with a staged
-  // rollout, its controller.
+  // The last-known-good copy, the config source and the rollouts between
+  // them and the proxies.
   absl::Status StartSource(absl::Duration grace, const RolloutPolicies& rollout);
-  // One controller per rollout: the fallback's first, then each group's.
-  void StartRollouts(const RolloutPolicies& policies);
-  // /debug/rollout: the fallback rollout, with "groups" the others.
-  nlohmann::json RolloutJson() const;
+  void StartRollouts(const RolloutPolicies& flags);
   absl::StatusOr<XdsServerOptions> XdsOptions();  // from the --xds-* flags
-  absl::Status StartXds(const RolloutPolicies& rollout);
+  absl::Status StartXds();
   absl::Status StartAdmin();  // and the metrics collector it serves
   absl::Status StartWebhook();
   void StartHousekeeping();  // replica events, memory trimming
@@ -70,7 +67,8 @@ class Server {
   MetricsRegistry metrics_;
   EventLog events_{clock_};
   SnapshotCache cache_;   // what proxies are served
-  SnapshotCache staged_;  // with a staged rollout: what the source published
+  SnapshotCache staged_;  // what the source published, before the rollouts
+  CanaryRouter canaries_;
   ProxyRegistry proxies_;
   XdsStats stats_;
   EncodedBodyCache bodies_;
@@ -78,10 +76,10 @@ class Server {
   std::optional<NodeGrouper> grouper_;            // set first thing in StartParts
   std::optional<ClientIdentityPolicy> identity_;  // likewise
   std::unique_ptr<LastKnownGood> last_good_;
-  // With a staged rollout (--rollout-canary-*, --rollout-group): the held
-  // statuses of every rollout, and one controller per rollout.
+  // The staged rollouts (the --rollout-* flags and RolloutPolicy objects),
+  // and the held statuses of every rollout.
   std::unique_ptr<HeldStatusUnion> held_;
-  std::vector<std::unique_ptr<RolloutController>> rollouts_;
+  std::unique_ptr<RolloutManager> rollouts_;
   std::unique_ptr<ServingSource> source_;
   std::unique_ptr<XdsServer> xds_;
   int collector_ = -1;

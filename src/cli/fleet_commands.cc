@@ -220,20 +220,24 @@ int RunRollout(const RolloutOptions& options) {
   absl::StatusOr<nlohmann::json> answer =
       options.action == "status" ? client->GetJson("/debug/rollout")
                                  : client->Act("/rollout/" + options.action + group_path);
+  // Older replicas answer 404 without rollouts; newer ones say so.
   if (answer.status().code() == absl::StatusCode::kNotFound ||
-      answer.status().code() == absl::StatusCode::kInternal) {
-    return Fail(absl::FailedPreconditionError(
-        absl::StrCat(client->url(), " has no staged rollout",
-                     options.group.empty() ? "" : " for group " + options.group,
-                     " (serve --rollout-canary-*, --rollout-group): ", answer.status().message())));
+      answer.status().code() == absl::StatusCode::kInternal ||
+      (answer.ok() && answer->value("enabled", true) == false)) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        client->url(), " has no staged rollout",
+        options.group.empty() ? "" : " for group " + options.group,
+        " (a RolloutPolicy object, or serve --rollout-canary-*, --rollout-group): ",
+        answer.ok() ? answer->value("error", "") : std::string(answer.status().message()))));
   }
   if (!answer.ok()) return Fail(answer.status());
   const std::vector<nlohmann::json> rollouts = options.action == "status"
                                                    ? SelectRollouts(*answer, options.group)
                                                    : std::vector{(*answer)["rollout"]};
   if (rollouts.empty()) {
-    return Fail(absl::NotFoundError(absl::StrCat("node group ", options.group,
-                                                 " has no rollout of its own (--rollout-group)")));
+    return Fail(absl::NotFoundError(absl::StrCat(
+        "node group ", options.group,
+        " has no rollout of its own (a RolloutPolicy with nodeGroup, or --rollout-group)")));
   }
   if (options.output == "json") {
     std::printf("%s\n", answer->dump(2).c_str());

@@ -645,6 +645,35 @@ SecretSpec DecodeSecret(YamlCursor& spec) {
   return secret;
 }
 
+// Node group names are whatever --node-group makes of node fields or
+// certificates; only what no group can be is refused.
+RolloutPolicySpec DecodeRolloutPolicy(YamlCursor& spec) {
+  RolloutPolicySpec policy;
+  if (spec.Has("nodeGroup")) {
+    std::string group;
+    spec.String("nodeGroup", &group, true);
+    if (group.empty()) spec.FieldError("nodeGroup", "must not be empty (omit it for every group)");
+    policy.node_group = std::move(group);
+  }
+  if (auto canaries = spec.Map("canaries")) {
+    canaries->Uint("percent", &policy.canary_percent, 0, 100);
+    if (auto metadata = canaries->Map("nodeMetadata")) {
+      metadata->String("key", &policy.metadata_key, true);
+      metadata->String("value", &policy.metadata_value, true);
+      metadata->RejectUnknownFields();
+    }
+    canaries->RejectUnknownFields();
+  }
+  if (spec.Duration("bake", &policy.bake) && policy.bake < absl::ZeroDuration()) {
+    spec.FieldError("bake", "must not be negative");
+  }
+  if (spec.Duration("ackTimeout", &policy.ack_timeout) && policy.ack_timeout <= absl::ZeroDuration()) {
+    spec.FieldError("ackTimeout", "must be more than 0s");
+  }
+  spec.RejectUnknownFields();
+  return policy;
+}
+
 using ObjectSpec = decltype(GatewayObject::spec);
 
 // The spec of a `kind_name` object; nullopt for an unknown kind (an error
@@ -656,8 +685,11 @@ std::optional<ObjectSpec> DecodeSpec(const std::string& kind_name, YamlCursor& s
   if (kind_name == kind::kRouteTable) return DecodeRouteTable(spec);
   if (kind_name == kind::kGateway) return DecodeGateway(spec);
   if (kind_name == kind::kSecret) return DecodeSecret(spec);
+  if (kind_name == kind::kRolloutPolicy) return DecodeRolloutPolicy(spec);
   if (!kind_name.empty()) {
-    root.FieldError("kind", "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret");
+    root.FieldError("kind",
+                    "must be one of Gateway, VirtualService, RouteTable, Upstream, Secret, "
+                    "RolloutPolicy");
   }
   return std::nullopt;
 }
@@ -728,8 +760,9 @@ DecodedObject DecodeGuarded(const YAML::Node& document, const std::string& file,
 const std::string& GatewayObject::kind() const {
   // In the variant's order; built once: kind() is called for every
   // comparison of objects by key.
-  static const auto* kinds = new std::array<std::string, 5>{
-      kind::kUpstream, kind::kVirtualService, kind::kRouteTable, kind::kGateway, kind::kSecret};
+  static const auto* kinds = new std::array<std::string, 6>{
+      kind::kUpstream, kind::kVirtualService, kind::kRouteTable,
+      kind::kGateway,  kind::kSecret,         kind::kRolloutPolicy};
   static const auto* none = new std::string();
   return spec->index() < kinds->size() ? (*kinds)[spec->index()] : *none;
 }

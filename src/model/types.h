@@ -219,8 +219,26 @@ struct SecretSpec {
   std::string private_key;  // PEM
 };
 
-using ObjectSpec =
-    std::variant<UpstreamSpec, VirtualServiceSpec, RouteTableSpec, GatewaySpec, SecretSpec>;
+// ---- RolloutPolicy ----------------------------------------------------------
+
+// How a new configuration rolls out to the proxies of a node group
+// (src/rollout): canaries first, everyone after a bake time. Not
+// translated into resources; the snapshot carries it.
+struct RolloutPolicySpec {
+  // The node group it is for; unset: every group without a policy of its own.
+  std::optional<std::string> node_group;
+  // Canaries: this percentage of node ids by a stable hash, and/or nodes
+  // whose metadata has `metadata_key` set to the string `metadata_value`.
+  // Neither: no canaries, the group gets every snapshot at once.
+  uint32_t canary_percent = 0;
+  std::string metadata_key;
+  std::string metadata_value;
+  absl::Duration bake = absl::Seconds(60);
+  absl::Duration ack_timeout = absl::Seconds(30);
+};
+
+using ObjectSpec = std::variant<UpstreamSpec, VirtualServiceSpec, RouteTableSpec, GatewaySpec,
+                                SecretSpec, RolloutPolicySpec>;
 
 // An object's spec, immutable once made and shared by every copy of the
 // object: sources, the Gateway API conversion and the translator keep
@@ -268,6 +286,7 @@ inline constexpr char kVirtualService[] = "VirtualService";
 inline constexpr char kRouteTable[] = "RouteTable";
 inline constexpr char kGateway[] = "Gateway";
 inline constexpr char kSecret[] = "Secret";
+inline constexpr char kRolloutPolicy[] = "RolloutPolicy";
 }  // namespace kind
 
 }  // namespace holdfast

@@ -26,19 +26,6 @@ bool IsCanary(const RolloutPolicy& policy, const envoy::config::core::v3::Node& 
   return static_cast<int>(hash % 100) < policy.canary_percent;
 }
 
-bool RolloutPolicies::enabled() const {
-  if (fallback.enabled()) return true;
-  for (const auto& [group, policy] : groups) {
-    if (policy.enabled()) return true;
-  }
-  return false;
-}
-
-const RolloutPolicy& RolloutPolicies::PolicyOf(const std::string& name) const {
-  auto it = groups.find(name);
-  return it == groups.end() ? fallback : it->second;
-}
-
 void Rollout::Offer(SnapshotPtr snapshot, absl::Time now) {
   if (snapshot == nullptr) return;
   if (stable_ == nullptr || !policy_.enabled()) {  // nothing to protect, or no canaries

@@ -7,45 +7,10 @@
 
 #include "absl/time/time.h"
 #include "envoy/config/core/v3/base.pb.h"
+#include "src/snapshot/rollout_policy.h"
 #include "src/snapshot/snapshot.h"
 
 namespace holdfast {
-
-// Which proxies of a node group get a new snapshot first, and how long it
-// must hold there before everyone gets it (docs/operations.md, "Staged
-// rollout"). Off unless canaries are chosen.
-struct RolloutPolicy {
-  // A proxy is a canary when a stable hash of its node id, mod 100, is
-  // below this (0: none by hash), or when its node metadata has
-  // `metadata_key` set to the string `metadata_value`.
-  int canary_percent = 0;
-  std::string metadata_key;
-  std::string metadata_value;
-  // Every canary must have ACKed the new snapshot and none NACKed it, and
-  // this long must have passed since the canaries were offered it.
-  absl::Duration bake = absl::Seconds(60);
-  // Canaries that have not all ACKed by then hold the rollout.
-  absl::Duration ack_timeout = absl::Seconds(30);
-
-  bool enabled() const { return canary_percent > 0 || !metadata_key.empty(); }
-};
-
-// The staged rollouts of a replica: one for each node group named here,
-// with its own policy (disabled: that group gets every snapshot at once),
-// and one, `fallback`, for every other group.
-struct RolloutPolicies {
-  RolloutPolicy fallback;
-  std::map<std::string, RolloutPolicy> groups;
-
-  // Whether any rollout chooses canaries.
-  bool enabled() const;
-  // The rollout that serves node group `group`: its name, or "".
-  std::string RolloutOf(const std::string& group) const {
-    return groups.contains(group) ? group : "";
-  }
-  // The policy of rollout `name` (as RolloutOf says).
-  const RolloutPolicy& PolicyOf(const std::string& name) const;
-};
 
 // Whether `node` is a canary under `policy`. The same on every replica and
 // across restarts: a hash of the id (FNV-1a, not std::hash), or metadata.
@@ -108,6 +73,12 @@ class Rollout {
   // at once.
   explicit Rollout(RolloutPolicy policy) : policy_(std::move(policy)) {}
 
+  // A changed policy applies from now on: a new bake or timeout to the
+  // candidate baking, the canaries it chooses to the next report. A policy
+  // that chooses no canaries takes the next offer as stable at once.
+  void SetPolicy(RolloutPolicy policy) { policy_ = std::move(policy); }
+  const RolloutPolicy& policy() const { return policy_; }
+
   void Offer(SnapshotPtr snapshot, absl::Time now);
   // What the canaries' report calls for while baking: a hold (a NACK, or
   // not all ACKed by the timeout), a promotion (all ACKed and baked), or
@@ -143,7 +114,7 @@ class Rollout {
   void PromoteCandidate(std::string how, absl::Time now);
   void Hold(std::string why, std::string type_url, absl::Time now);
 
-  const RolloutPolicy policy_;
+  RolloutPolicy policy_;
   Stage stage_ = Stage::kIdle;
   SnapshotPtr stable_;
   SnapshotPtr candidate_;                    // baking or held; null when idle

@@ -81,7 +81,8 @@ std::string RolloutController::StableKey() const {
 }
 
 void RolloutController::Start() {
-  if (const std::string path = StablePath(); !path.empty() && std::filesystem::exists(path)) {
+  if (const std::string path = StablePath();
+      options_.restore_stable && !path.empty() && std::filesystem::exists(path)) {
     absl::StatusOr<SnapshotPtr> stable = ReadSnapshotFile(path);
     if (stable.ok()) {
       absl::MutexLock lock(&mu_);
@@ -90,6 +91,10 @@ void RolloutController::Start() {
     } else {
       LogWarning("%s: %s", name_, stable.status().message());
     }
+  }
+  if (options_.initial_stable != nullptr) {
+    absl::MutexLock lock(&mu_);
+    if (rollout_.stable() == nullptr) rollout_.Offer(options_.initial_stable, clock_.Now());
   }
   watch_ = staged_->Watch(staged_->default_group(),
                           [this](const Published& published) { Offer(published.snapshot); });
@@ -100,6 +105,26 @@ void RolloutController::Start() {
 void RolloutController::Stop() {
   poller_.Stop();
   watch_.reset();
+}
+
+void RolloutController::SetPolicy(RolloutPolicy policy) {
+  absl::MutexLock lock(&mu_);
+  if (policy == rollout_.policy()) return;
+  LogInfo("%s: policy changed (%s)", name_,
+          policy.origin.empty() ? std::string("flags") : policy.origin);
+  rollout_.SetPolicy(std::move(policy));
+}
+
+void RolloutController::Retire() {
+  Stop();
+  {
+    absl::MutexLock lock(&mu_);
+    retired_ = true;
+  }
+  if (const std::string path = StablePath(); !path.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
 }
 
 void RolloutController::Offer(SnapshotPtr snapshot) {
@@ -178,6 +203,7 @@ void RolloutController::Follow(const LedgerCall& call,
 }
 
 void RolloutController::ApplyLocked() {
+  if (retired_) return;  // its cache keys are gone; an operator's late call must not bring them back
   const bool stable_changed = rollout_.stable() != published_stable_;
   if (stable_changed) {
     published_stable_ = rollout_.stable();
@@ -282,7 +308,7 @@ nlohmann::json RolloutController::ToJson() const {
 }
 
 nlohmann::json RolloutController::ToJsonLocked() const {
-  const RolloutPolicy& policy = options_.policy;
+  const RolloutPolicy& policy = rollout_.policy();
   return {{"group", options_.group},
           {"stage", RolloutStageName(rollout_.stage())},
           {"stable", Version(rollout_.stable())},
@@ -297,7 +323,8 @@ nlohmann::json RolloutController::ToJsonLocked() const {
             {"nacking_node", last_report_.nacking_node},
             {"error", last_report_.error}}},
           {"policy",
-           {{"canary_percent", policy.canary_percent},
+           {{"origin", policy.origin.empty() ? "flags" : policy.origin},
+            {"canary_percent", policy.canary_percent},
             {"canary_metadata",
              policy.metadata_key.empty() ? "" : policy.metadata_key + "=" + policy.metadata_value},
             {"bake", absl::FormatDuration(policy.bake)},

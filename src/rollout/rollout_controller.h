@@ -51,6 +51,13 @@ class RolloutController {
     // group without one (RolloutPolicies).
     std::string group;
     std::string state_dir;  // empty: the stable snapshot is not persisted
+    // Whether Start() takes a persisted stable snapshot as stable: at a
+    // replica's start, yes; for a rollout made while serving (a policy
+    // added to the configuration) no, what `staged` holds then is stable.
+    bool restore_stable = true;
+    // Stable at once when nothing was restored: for a rollout made while
+    // serving, what its proxies saw until then.
+    SnapshotPtr initial_stable;
     absl::Duration check_interval = absl::Milliseconds(250);
     // Where the replicas share decisions; null: in this process only.
     SharedDocument* shared = nullptr;
@@ -73,6 +80,11 @@ class RolloutController {
 
   void Start();
   void Stop();
+  // The rollout's new policy (from the configuration), from now on.
+  void SetPolicy(RolloutPolicy policy);
+  // Stops, and forgets the persisted stable snapshot: the rollout is gone
+  // (its policy was removed), so a later one must not restore it.
+  void Retire();
   // One check now (the poller's step; tests call it with simulated time).
   void Check();
   // /debug/rollout.
@@ -115,7 +127,7 @@ class RolloutController {
   // The serving cache's key for what the group's proxies (not canaries) see.
   std::string StableKey() const;
 
-  const Options options_;
+  const Options options_;  // policy: the one it started with (rollout_ has the current one)
   const std::string name_;  // in logs: "rollout", "rollout of group edge"
   SnapshotCache* staged_;
   SnapshotCache* serving_;
@@ -135,6 +147,7 @@ class RolloutController {
   Rollout::Stage published_stage_ ABSL_GUARDED_BY(mu_) = Rollout::Stage::kIdle;
   SnapshotPtr logged_candidate_ ABSL_GUARDED_BY(mu_);
   std::string persist_error_ ABSL_GUARDED_BY(mu_);
+  bool retired_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<Unrecorded> unrecorded_ ABSL_GUARDED_BY(mu_);
   absl::Time next_ledger_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::string ledger_error_ ABSL_GUARDED_BY(mu_);

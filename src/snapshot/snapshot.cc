@@ -21,9 +21,11 @@ std::string VersionOf(const std::vector<ResourcePtr>& resources) {
   return ContentDigest(input);
 }
 
-absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created) {
+absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created,
+                                            ConfiguredRollouts rollouts) {
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->created_ = created;
+  snapshot->rollouts_ = std::move(rollouts);
   snapshot->size_ = resources.size();
   for (ResourcePtr& resource : resources) {
     ResourceMap& of_type = snapshot->by_type_[resource->type_url()];
@@ -60,6 +62,11 @@ absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, 
     std::string version = VersionOf(list);
     absl::StrAppend(&all_versions, type, "\t", version, "\n");
     snapshot->type_versions_.emplace(type, std::move(version));
+  }
+  // Without policies the version is what it always was: replicas of
+  // different releases agree on it.
+  if (!snapshot->rollouts_.empty()) {
+    absl::StrAppend(&all_versions, "rollouts\t", EncodeRollouts(snapshot->rollouts_), "\n");
   }
   snapshot->version_ = ContentDigest(all_versions);
   return snapshot;

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "src/snapshot/resource.h"
+#include "src/snapshot/rollout_policy.h"
 
 namespace holdfast {
 
@@ -22,9 +23,12 @@ namespace holdfast {
 class Snapshot {
  public:
   // Builds a snapshot. Fails if two resources share a type and name, or if a
-  // reference dangles (the error lists every dangling reference).
+  // reference dangles (the error lists every dangling reference). `rollouts`
+  // are the configuration's rollout policies, which travel with it (to the
+  // rollout controllers, and to disk) and are part of its version.
   static absl::StatusOr<std::shared_ptr<const Snapshot>> Build(std::vector<ResourcePtr> resources,
-                                                               absl::Time created);
+                                                               absl::Time created,
+                                                               ConfiguredRollouts rollouts = {});
 
   const std::string& version() const { return version_; }
   absl::Time created() const { return created_; }
@@ -35,6 +39,7 @@ class Snapshot {
   // Type URLs that have at least one resource, sorted.
   std::vector<std::string> TypeUrls() const;
   size_t size() const { return size_; }
+  const ConfiguredRollouts& rollouts() const { return rollouts_; }
 
  private:
   Snapshot() = default;
@@ -42,6 +47,7 @@ class Snapshot {
   std::string version_;
   absl::Time created_;
   size_t size_ = 0;
+  ConfiguredRollouts rollouts_;
   std::map<std::string, ResourceMap, std::less<>> by_type_;
   std::map<std::string, std::string, std::less<>> type_versions_;
 };

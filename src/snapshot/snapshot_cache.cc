@@ -25,6 +25,28 @@ void SnapshotCache::Set(absl::string_view group, SnapshotPtr snapshot) {
   for (const auto& [watcher, published] : to_notify) (*watcher)(published);
 }
 
+void SnapshotCache::Remove(absl::string_view group) {
+  if (group == default_group_) return;
+  absl::MutexLock publish(&publish_mu_);
+  std::vector<std::pair<std::shared_ptr<Watcher>, Published>> to_notify;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = groups_.find(group);
+    if (it == groups_.end()) return;
+    groups_.erase(it);
+    // Watchers compare sequences: what they see now is a new publication
+    // to them, even if the default group's snapshot is older.
+    Published now = CurrentLocked(group);
+    if (now.snapshot == nullptr) return;
+    now.sequence = ++sequence_;
+    groups_[default_group_].sequence = now.sequence;
+    for (const auto& [id, registration] : watchers_) {
+      if (registration.group == group) to_notify.emplace_back(registration.watcher, now);
+    }
+  }
+  for (const auto& [watcher, published] : to_notify) (*watcher)(published);
+}
+
 Published SnapshotCache::Current(absl::string_view group) const {
   absl::MutexLock lock(&mu_);
   return CurrentLocked(group);

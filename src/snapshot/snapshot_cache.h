@@ -50,6 +50,9 @@ class SnapshotCache {
 
   // Publishes `snapshot` as the current snapshot of `group`.
   void Set(absl::string_view group, SnapshotPtr snapshot);
+  // Drops `group`'s own snapshot: from now on it sees the default group's,
+  // and its watchers are told so. Not for the default group.
+  void Remove(absl::string_view group);
   // What `group` currently sees (its own snapshot, else the default group's);
   // a null snapshot if neither exists.
   Published Current(absl::string_view group) const;

@@ -20,7 +20,11 @@ namespace {
 
 constexpr char kMagic[] = "HFSNAP01";
 constexpr size_t kMagicSize = 8;
+// Version 2 adds the configuration's rollout policies after the resources;
+// it is written only for a snapshot that has some, so a release that reads
+// version 1 only still reads every other file.
 constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatWithRollouts = 2;
 constexpr size_t kHeaderSize = kMagicSize + 4 + 8 + SHA256_DIGEST_LENGTH;
 
 template <typename T>
@@ -138,8 +142,10 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
       PutBytes<uint64_t>(payload, resource->serialized());
     }
   }
+  const bool with_rollouts = !snapshot.rollouts().empty();
+  if (with_rollouts) PutBytes<uint32_t>(payload, EncodeRollouts(snapshot.rollouts()));
   std::string file(kMagic, kMagicSize);
-  PutInt<uint32_t>(file, kFormatVersion);
+  PutInt<uint32_t>(file, with_rollouts ? kFormatWithRollouts : kFormatVersion);
   PutInt<uint64_t>(file, payload.size());
   file.append(Sha256(payload));
   file.append(payload);
@@ -185,8 +191,9 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
   uint64_t size = 0;
   header.Int(&version);
   header.Int(&size);
-  if (version != kFormatVersion) {
-    return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion));
+  if (version != kFormatVersion && version != kFormatWithRollouts) {
+    return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion, " or ",
+                                kFormatWithRollouts));
   }
   if (file.size() - kHeaderSize != size) {
     return corrupt(
@@ -210,9 +217,18 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
     resources.push_back(
         Resource::FromBytes(std::move(name), std::move(type_url), std::move(serialized)));
   }
+  ConfiguredRollouts rollouts;
+  if (version == kFormatWithRollouts) {
+    std::string text;
+    if (!reader.Bytes<uint32_t>(&text)) return corrupt("rollout policies are cut short");
+    absl::StatusOr<ConfiguredRollouts> decoded = DecodeRollouts(text);
+    if (!decoded.ok()) return corrupt(std::string(decoded.status().message()));
+    rollouts = *std::move(decoded);
+  }
   if (!reader.done()) return corrupt("trailing bytes");
-  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(
-      std::move(resources), absl::FromUnixMicros(static_cast<int64_t>(created_micros)));
+  absl::StatusOr<SnapshotPtr> snapshot =
+      Snapshot::Build(std::move(resources),
+                      absl::FromUnixMicros(static_cast<int64_t>(created_micros)), std::move(rollouts));
   if (!snapshot.ok()) return corrupt(std::string(snapshot.status().message()));
   return snapshot;
 }

@@ -46,7 +46,8 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
     overlay_pending_ = false;
   }
 
-  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(output.resources), clock_.Now());
+  absl::StatusOr<SnapshotPtr> snapshot =
+      Snapshot::Build(std::move(output.resources), clock_.Now(), std::move(output.rollouts));
   if (!snapshot.ok()) {
     // The translator only emits consistent sets; if it did not, keep serving
     // the last snapshot and say so where operators look, not only in a log.

@@ -15,7 +15,13 @@ std::vector<KubeResource> HoldfastResources() {
       {"holdfast.dev", "v1", "virtualservices", "VirtualService"},
       {"holdfast.dev", "v1", "routetables", "RouteTable"},
       {"holdfast.dev", "v1", "upstreams", "Upstream"},
+      {"holdfast.dev", "v1", "rolloutpolicies", "RolloutPolicy"},
   };
+}
+
+bool OptionalHoldfastResource(const KubeResource& resource) {
+  // Newer than the first CRDs: a cluster whose CRDs predate it still serves.
+  return resource.resource == "rolloutpolicies";
 }
 
 std::string KubeLocation(const std::string& kind, const std::string& ns, const std::string& name) {
@@ -34,6 +40,7 @@ KubeConfigSource::KubeConfigSource(Options options, KubeApi* api, const Clock& c
   for (const std::string& ns : namespaces) {
     for (const KubeResource& resource : HoldfastResources()) {
       object_reflectors_.push_back(AddReflector(resource, ns, api, random));
+      if (OptionalHoldfastResource(resource)) optional_.insert(object_reflectors_.back());
     }
     service_reflectors_.push_back(AddReflector(ServicesResource(), ns, api, random));
     slice_reflectors_.push_back(AddReflector(EndpointSlicesResource(), ns, api, random));
@@ -226,7 +233,7 @@ bool KubeConfigSource::AllSynced() {
     if (missing_logged_.insert(resource).second) {
       LogInfo("kubernetes: %s %s (%s): translating without them; listing again every few seconds",
               resource,
-              h.not_found ? "not served: Gateway API CRDs not installed?" : "not readable (RBAC)",
+              h.not_found ? "not served: its CRD not installed?" : "not readable (RBAC)",
               h.last_error);
     }
   }

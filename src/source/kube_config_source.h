@@ -27,6 +27,9 @@ namespace holdfast {
 
 // The four kinds of holdfast.dev/v1 as API resources.
 std::vector<KubeResource> HoldfastResources();
+// Whether the source serves without `resource` (its CRD not installed, or
+// not readable), translating without its objects.
+bool OptionalHoldfastResource(const KubeResource& resource);
 
 // Where statuses say an API object is: "kubernetes:KIND/NAMESPACE/NAME".
 std::string KubeLocation(const std::string& kind, const std::string& ns, const std::string& name);
@@ -131,7 +134,9 @@ class KubeConfigSource : public ConfigSource {
   // Gateway API resources and namespaces, by resource name; optional: a
   // 404 means "not installed".
   std::map<std::string, std::vector<Reflector*>> gateway_api_reflectors_;
-  std::set<const Reflector*> optional_;             // the same reflectors, as a set
+  // Those, and holdfast.dev resources newer than the first CRDs
+  // (OptionalHoldfastResource): a 404 means "not installed".
+  std::set<const Reflector*> optional_;
   std::set<std::string> missing_logged_;            // the apply thread only
   KubeServiceDiscovery discovery_;                  // the apply thread only
   ParsedRoutes gateway_api_routes_;                 // the apply thread only

@@ -7,6 +7,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "src/translate/cluster.h"
 #include "src/translate/envoy_validation.h"
+#include "src/translate/rollout_policies.h"
 #include "src/translate/route.h"
 #include "src/translate/service_assignment.h"
 
@@ -65,6 +66,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   TranslateServices(pass);
   TranslateGateways(pass);
   if (options_.grpc_listeners) AddGrpcListeners(pass);
+  output.rollouts = CollectRolloutPolicies(pass.effective, output.statuses);
   domain_owners_ = std::move(pass.next_owners);
   RememberAccepted(input, output.statuses);
   return output;

@@ -5,6 +5,7 @@
 
 #include "src/model/types.h"
 #include "src/snapshot/resource.h"
+#include "src/snapshot/rollout_policy.h"
 #include "src/translate/gateway.h"
 #include "src/translate/status.h"
 #include "src/translate/virtual_service.h"
@@ -31,6 +32,7 @@ struct TranslationInput {
 struct TranslationOutput {
   std::vector<ResourcePtr> resources;  // a consistent set, ready for Snapshot::Build
   StatusMap statuses;
+  ConfiguredRollouts rollouts;  // from RolloutPolicy objects, for Snapshot::Build
 };
 
 // Translates gateway objects into Envoy resources:
@@ -40,6 +42,7 @@ struct TranslationOutput {
 //                     for gRPC clients an API listener per domain and a
 //                     RouteConfiguration of its own
 //   Upstream       -> Cluster and ClusterLoadAssignment
+//   RolloutPolicy  -> a rollout policy the snapshot carries (no resource)
 //
 // Output is deterministic: the same objects give byte-identical resources,
 // whose versions are content digests, so an object change touches only the

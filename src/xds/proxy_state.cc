@@ -29,6 +29,12 @@ void ProxyState::SetCanary(std::string rollout) {
   view_.rollout = std::move(rollout);
 }
 
+void ProxyState::ClearCanary() {
+  absl::MutexLock lock(&mu_);
+  view_.canary = false;
+  view_.rollout.clear();
+}
+
 bool ProxyState::IsCanaryOf(absl::string_view rollout) const {
   absl::MutexLock lock(&mu_);
   return view_.canary && view_.rollout == rollout;

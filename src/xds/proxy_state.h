@@ -97,6 +97,7 @@ class ProxyState {
   void SetIdentity(std::string identity);
   // A canary of staged rollout `rollout` (RolloutPolicies::RolloutOf).
   void SetCanary(std::string rollout = "");
+  void ClearCanary();
   bool IsCanaryOf(absl::string_view rollout) const;
   void RecordSent(const std::string& type_url, const std::string& version, HeldView view,
                   absl::Time at);

@@ -72,7 +72,7 @@ void XdsStream::OnReadDone(bool ok) {
     // A SotW request repeats every name the proxy asks for (tens of KB at
     // fleet scale); an idle stream should not keep the last one.
     read_buffer_.Clear();
-    if (status.ok() && watch_ == nullptr && !node.has_value()) {
+    if (status.ok() && !joined_ && !node.has_value()) {
       status = absl::InvalidArgumentError("the first request on a stream must carry node");
     }
     if (!status.ok()) {
@@ -81,10 +81,10 @@ void XdsStream::OnReadDone(bool ok) {
                                 std::string(status.message())));
       return;
     }
-    if (watch_ == nullptr && !CheckIdentityLocked(*node)) return;
+    if (!joined_ && !CheckIdentityLocked(*node)) return;
   }
 
-  if (watch_ == nullptr) JoinGroup(*node);
+  if (!joined_) JoinGroup(*node);
 
   absl::MutexLock lock(&mu_);
   MaybeWriteLocked();
@@ -124,23 +124,57 @@ void XdsStream::JoinGroup(const envoy::config::core::v3::Node& node) {
   std::string group = context_.grouper->GroupOf(node, verified_ ? &*verified_ : nullptr);
   proxy_->SetNode(node, group);
   if (verified_.has_value()) proxy_->SetIdentity(verified_->identity);
+  joined_ = true;
+  std::weak_ptr<XdsStream> weak = weak_from_this();
+  // Subscribed before the first look at the rule, so no change is missed.
+  if (context_.canaries != nullptr) {
+    canary_subscription_ = context_.canaries->Subscribe([weak] {
+      if (auto stream = weak.lock()) stream->Rewatch();
+    });
+  }
+  absl::MutexLock lock(&watch_mu_);
+  node_ = node;
+  group_ = std::move(group);
+  WatchLocked();
+}
+
+void XdsStream::Rewatch() {
+  absl::MutexLock lock(&watch_mu_);
+  {
+    absl::MutexLock done(&mu_);
+    if (done_) return;
+  }
+  if (node_.has_value()) WatchLocked();
+}
+
+void XdsStream::WatchLocked() {
   // A canary stays in its group (metrics, pages) but watches what the
   // rollout offers canaries.
-  std::string watched = group;
-  if (std::optional<std::string> rollout =
-          context_.canary_of ? context_.canary_of(node, group) : std::nullopt) {
-    watched = CanaryKey(*rollout);
-    proxy_->SetCanary(*std::move(rollout));
+  std::optional<std::string> rollout =
+      context_.canaries != nullptr ? context_.canaries->CanaryOf(*node_, group_) : std::nullopt;
+  std::string watched = rollout ? CanaryKey(*rollout) : group_;
+  if (watch_ != nullptr && watched == watched_) return;
+  if (rollout) {
+    proxy_->SetCanary(*rollout);
+  } else {
+    proxy_->ClearCanary();
   }
-  LogDebug("xds stream %d: node %s joined group %s%s", id_, node.id(), group,
-           watched == group ? "" : " as a canary");
-  // The watch is registered without mu_ held, since the cache calls
-  // watchers while they may take mu_.
+  LogDebug("xds stream %d: node %s %s group %s%s", id_, node_->id(),
+           watch_ == nullptr ? "joined" : "moved within", group_,
+           rollout ? " as a canary" : "");
+  // The old watch goes first (dropping it waits out a publication to it),
+  // then the stream takes whatever its new key holds, older or not.
+  watch_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    sequence_ = 0;
+  }
+  watched_ = std::move(watched);
   std::weak_ptr<XdsStream> weak = weak_from_this();
-  watch_ = context_.cache->Watch(watched, [weak](const Published& published) {
+  watch_ = context_.cache->Watch(watched_, [weak](const Published& published) {
     if (auto stream = weak.lock()) stream->OnPublished(published);
   });
-  OnPublished(context_.cache->Current(watched));
+  OnPublished(context_.cache->Current(watched_));
 }
 
 void XdsStream::OnPublished(const Published& published) {
@@ -192,8 +226,12 @@ void XdsStream::OnDone() {
     absl::MutexLock lock(&mu_);
     done_ = true;
   }
-  // Dropping the watch waits out a running publication; mu_ must be free.
-  watch_.reset();
+  // Dropping these waits out a running call of theirs; mu_ must be free.
+  canary_subscription_.reset();
+  {
+    absl::MutexLock lock(&watch_mu_);
+    watch_.reset();
+  }
   if (context_.first_request != nullptr) context_.first_request->Remove(id_);
   if (counted_) {
     context_.proxies->Remove(id_);

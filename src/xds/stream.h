@@ -14,6 +14,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "src/common/clock.h"
 #include "src/snapshot/snapshot_cache.h"
+#include "src/xds/canary_router.h"
 #include "src/xds/client_identity.h"
 #include "src/xds/encoded_body_cache.h"
 #include "src/xds/first_request_deadlines.h"
@@ -56,13 +57,10 @@ struct StreamContext {
   std::atomic<int64_t>* open_streams = nullptr;
   // Binds node.id to the client certificate (nullptr: not checked).
   const ClientIdentityPolicy* identity = nullptr;
-  // With a staged rollout: which rollout a node of `group` is a canary of
-  // (RolloutPolicies::RolloutOf), or nullopt when it is not a canary.
-  // Canaries watch CanaryKey(rollout) in the cache instead of their group
-  // (unset: no rollout).
-  std::function<std::optional<std::string>(const envoy::config::core::v3::Node&,
-                                           const std::string& group)>
-      canary_of;
+  // Which rollout a node is a canary of (nullptr: no staged rollouts).
+  // Canaries watch CanaryKey(rollout) in the cache instead of their group,
+  // and move when the router's rule changes.
+  CanaryRouter* canaries = nullptr;
 };
 
 // The cache key canaries watch during a staged rollout (src/rollout): of
@@ -112,6 +110,11 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
   bool CheckIdentityLocked(const envoy::config::core::v3::Node& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinGroup(const envoy::config::core::v3::Node& node);
+  // Watches what the proxy's place (its group, or a rollout's canaries)
+  // sees, if that is not what it watches already.
+  void WatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch_mu_);
+  // The canary router's rule changed: move if the proxy's place did.
+  void Rewatch();
   // Ends the stream if it has not sent a request yet; false if it has.
   bool EndWithoutFirstRequest();
   void OnPublished(const Published& published);
@@ -140,7 +143,15 @@ class XdsStream : public grpc::ServerGenericBidiReactor,
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
-  std::unique_ptr<SnapshotCache::WatchHandle> watch_;  // set once, on the read path
+  bool joined_ = false;  // JoinGroup ran; read path only
+
+  // Set by JoinGroup, changed by Rewatch (the canary router's thread).
+  absl::Mutex watch_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<SnapshotCache::WatchHandle> watch_ ABSL_GUARDED_BY(watch_mu_);
+  std::string watched_ ABSL_GUARDED_BY(watch_mu_);  // the cache key
+  std::optional<envoy::config::core::v3::Node> node_ ABSL_GUARDED_BY(watch_mu_);
+  std::string group_ ABSL_GUARDED_BY(watch_mu_);
+  std::unique_ptr<CanaryRouter::Subscription> canary_subscription_;  // read path, OnDone
 };
 
 }  // namespace holdfast

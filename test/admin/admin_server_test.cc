@@ -185,8 +185,10 @@ TEST_F(AdminServerTest, ReportsConnectionLimitsInMetrics) {
 TEST_F(AdminServerTest, AnActionNeedsPostItsHeaderAndTheToken) {
   AdminSources sources = Sources();
   int acted = 0;
-  sources.actions["/rollout/promote"] = [&acted] {
+  std::string below;
+  sources.actions["/rollout/promote"] = [&acted, &below](const std::string& path_below) {
     ++acted;
+    below = path_below;
     return nlohmann::json{{"done", true}};
   };
   auto server = AdminServer::Start("127.0.0.1:0", {.token_file = token_file_}, std::move(sources));
@@ -214,6 +216,15 @@ TEST_F(AdminServerTest, AnActionNeedsPostItsHeaderAndTheToken) {
   EXPECT_EQ(status, 200);
   EXPECT_NE(body.find("\"done\": true"), std::string::npos) << body;
   EXPECT_EQ(acted, 1);
+  EXPECT_EQ(below, "");
+  // A path below an action is that action's, with what is below it (a
+  // node group, which may hold slashes).
+  EXPECT_EQ(send(post("/rollout/promote/spiffe://x/edge", bearer + "X-Holdfast-Action: t\r\n"))
+                .first,
+            200);
+  EXPECT_EQ(below, "spiffe://x/edge");
+  EXPECT_EQ(send(post("/rollout/promotex", bearer + "X-Holdfast-Action: t\r\n")).first, 405)
+      << "a name that only starts like an action is not one";
 }
 
 TEST(FleetToJsonTest, CountsByGroupAndStateAndListsTroubleFirstWithinALimit) {

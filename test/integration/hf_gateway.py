@@ -119,6 +119,21 @@ def route_table(name: str, routes: list, *, ns: str = NAMESPACE,
     return _object("RouteTable", name, {"routes": routes}, ns, labels)
 
 
+def rollout_policy(name: str, *, node_group: Optional[str] = None, canaries: Optional[dict] = None,
+                   bake: Optional[str] = None, ack_timeout: Optional[str] = None,
+                   ns: str = NAMESPACE) -> dict:
+    spec: dict = {}
+    if node_group is not None:
+        spec["nodeGroup"] = node_group
+    if canaries is not None:
+        spec["canaries"] = canaries
+    if bake is not None:
+        spec["bake"] = bake
+    if ack_timeout is not None:
+        spec["ackTimeout"] = ack_timeout
+    return _object("RolloutPolicy", name, spec, ns, None)
+
+
 # --- the config directory ----------------------------------------------------
 
 class ConfigDir:

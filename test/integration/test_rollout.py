@@ -17,18 +17,13 @@ grpc-go, grpc-js-xds).
 import json
 
 from hf_gateway import object_status, route, upstream, virtual_service, wait_state, wait_status
+from hf_rollout import cds_field, rollout, write_a_change_grpc_rejects
 from hf_wait import wait_for
 from hf_world import CONVERGE_TIMEOUT, START_TIMEOUT
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 BAKE_S = 3
-
-
-def rollout(holdfast) -> dict:
-    status, body = holdfast.admin.get("/debug/rollout")
-    assert status == 200, (status, body)
-    return json.loads(body)
 
 
 def parse_time(text: str) -> float:
@@ -51,18 +46,12 @@ def test_a_rejected_change_stays_on_the_canary_and_a_good_one_is_promoted(gatewa
     assert rollout(holdfast)["stage"] == "idle"
     assert holdfast.admin.proxy(canary.node_id)["canary"] is True
     assert not any(holdfast.admin.proxy(c.node_id)["canary"] for c in others)
-    before = {c.node_id: holdfast.admin.proxy(c.node_id)["types"][CDS]["acked_version"]
-              for c in [canary, *others]}
+    before = cds_field(holdfast, [canary, *others], "acked_version")
     # Counted, not only the end state: a change sent, NACKed and reverted
     # would leave last_sent_version and nack as they were.
-    sent_before = {c.node_id: holdfast.admin.proxy(c.node_id)["types"][CDS]["responses_sent"]
-                   for c in others}
+    sent_before = cds_field(holdfast, others, "responses_sent")
 
-    bad = upstream("alpha", w.alpha.port)
-    bad["spec"]["loadBalancing"] = "Random"  # valid for Envoy, NACKed by proxyless gRPC
-    w.config.write("upstreams.yaml", bad)
-    held = wait_for(lambda: rollout(holdfast), lambda r: r["stage"] == "held",
-                    timeout=CONVERGE_TIMEOUT, what="the rollout held by the canary's NACK")
+    held = write_a_change_grpc_rejects(w)
     print("held:", held)
     assert canary.node_id in held["reason"] and "LB policy is not supported" in held["reason"], held
     assert "changed Cluster: test/alpha" in held["reason"], held  # what it rejected

@@ -31,7 +31,7 @@ from hf_wait import wait_for
 DEPLOY = REPO / "deploy"
 CRD_FILES = sorted((DEPLOY / "crds").glob("*.yaml"))
 CRD_NAMES = [f"{p}.holdfast.dev" for p in ("gateways", "virtualservices", "routetables",
-                                            "upstreams")]
+                                            "upstreams", "rolloutpolicies")]
 API = "holdfast.dev/v1"
 GOOD_FILES = sorted((REPO / "examples" / "gateway").glob("*.yaml")) + [
     REPO / "test" / "fixtures" / "gateway" / "everything.yaml"]
@@ -179,6 +179,10 @@ BASE = {
                                             "directResponse": {"status": 204}}]},
     "Gateway": {"port": 8080, "virtualServices": [{"name": "vs"}],
                 "tls": {"certFile": "/c", "keyFile": "/k"}},
+    "RolloutPolicy": {"nodeGroup": "edge",
+                      "canaries": {"percent": 5,
+                                   "nodeMetadata": {"key": "canary", "value": "yes"}},
+                      "bake": "10m", "ackTimeout": "1m"},
 }
 
 DELETE = object()
@@ -304,6 +308,17 @@ CASES = [
     ("gw-tls-empty", "Gateway", "spec.tls", {}, "both"),
     ("gw-selector-unknown", "Gateway", "spec.virtualServiceSelector", {"label": {"a": "b"}},
      "both"),
+    # RolloutPolicy
+    ("base-rolloutpolicy", "RolloutPolicy", None, None, "neither"),
+    ("rp-every-group", "RolloutPolicy", "spec.nodeGroup", DELETE, "neither"),
+    ("rp-no-canaries", "RolloutPolicy", "spec.canaries", DELETE, "neither"),
+    ("rp-percent-101", "RolloutPolicy", "spec.canaries.percent", 101, "both"),
+    ("rp-percent-string", "RolloutPolicy", "spec.canaries.percent", "five", "both"),
+    ("rp-group-empty", "RolloutPolicy", "spec.nodeGroup", "", "both"),
+    ("rp-metadata-no-value", "RolloutPolicy", "spec.canaries.nodeMetadata.value", DELETE, "both"),
+    ("rp-bake-soon", "RolloutPolicy", "spec.bake", "soon", "both"),
+    ("rp-ack-timeout-zero", "RolloutPolicy", "spec.ackTimeout", "0s", "both"),
+    ("rp-unknown", "RolloutPolicy", "spec.canaries.share", 5, "both"),
 ]
 
 

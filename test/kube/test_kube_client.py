@@ -26,7 +26,7 @@ from hf_wait import wait_for
 
 BUILD = Path(os.environ.get("HOLDFAST_BUILD_DIR", REPO / "build"))
 CRDS = ["gateways.holdfast.dev", "virtualservices.holdfast.dev", "routetables.holdfast.dev",
-        "upstreams.holdfast.dev"]
+        "upstreams.holdfast.dev", "rolloutpolicies.holdfast.dev"]
 
 
 def binary(name: str) -> Path:

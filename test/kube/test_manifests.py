@@ -91,7 +91,7 @@ def test_every_object_is_stored(installed):
         "parameterNotFoundAction": "Deny"}
 
 
-HOLDFAST_KINDS = ["gateways", "virtualservices", "routetables", "upstreams"]
+HOLDFAST_KINDS = ["gateways", "virtualservices", "routetables", "upstreams", "rolloutpolicies"]
 GATEWAY_API_READ = ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "referencegrants"]
 GATEWAY_API_STATUS = ["gatewayclasses", "gateways", "httproutes", "grpcroutes"]
 

@@ -171,6 +171,28 @@ TEST(DecodeTest, FieldPathsAndLines) {
        "kind: VirtualService\nspec:\n  domains: [a]\n  routes:\n  - directResponse: {status: 200, "
        "body: \"line 1\\nline 2\\n\"}\n",
        {}},
+      {"rollout policy", "kind: RolloutPolicy\nspec:\n  nodeGroup: edge\n  canaries: {percent: 5}\n",
+       {}},
+      {"rollout policy for every group",
+       "kind: RolloutPolicy\nspec:\n  canaries:\n    nodeMetadata: {key: canary, value: \"yes\"}\n"
+       "  bake: 10m\n  ackTimeout: 1m\n",
+       {}},
+      {"rollout policy without canaries (a group opted out)",
+       "kind: RolloutPolicy\nspec: {nodeGroup: internal}\n", {}},
+      {"rollout percent",
+       "kind: RolloutPolicy\nspec:\n  canaries: {percent: 101}\n",
+       {"5: spec.canaries.percent: must be between 0 and 100"}},
+      {"rollout metadata without value",
+       "kind: RolloutPolicy\nspec:\n  canaries:\n    nodeMetadata: {key: canary}\n",
+       {"spec.canaries.nodeMetadata.value: required"}},
+      {"rollout empty group", "kind: RolloutPolicy\nspec: {nodeGroup: \"\"}\n",
+       {"spec.nodeGroup: must not be empty"}},
+      {"rollout bake", "kind: RolloutPolicy\nspec: {bake: later}\n",
+       {"spec.bake: expected a duration"}},
+      {"rollout ack timeout", "kind: RolloutPolicy\nspec: {ackTimeout: 0s}\n",
+       {"spec.ackTimeout: must be more than 0s"}},
+      {"rollout unknown field", "kind: RolloutPolicy\nspec:\n  canaries: {share: 5}\n",
+       {"spec.canaries.share: unknown field"}},
   };
   for (const DecodeCase& c : cases) {
     DecodedFile file = DecodeObjects(std::string(kHeader) + c.yaml, "f.yaml");

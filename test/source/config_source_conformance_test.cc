@@ -296,6 +296,33 @@ TEST_P(ConfigSourceConformance, PublishesChanges) {
   }));
 }
 
+// A RolloutPolicy object reaches the snapshot as a policy it carries (no
+// resource), and goes with the object.
+TEST_P(ConfigSourceConformance, CarriesRolloutPoliciesInTheSnapshot) {
+  const ObjectKey policy{"RolloutPolicy", "shop", "edge"};
+  fixture_->Put(kUpstream, UpstreamYaml(8081));
+  fixture_->Put(policy, R"(apiVersion: holdfast.dev/v1
+kind: RolloutPolicy
+metadata: {name: edge, namespace: shop}
+spec:
+  nodeGroup: edge
+  canaries: {percent: 5}
+  bake: 2m
+)");
+  StartSource();
+  EXPECT_TRUE(Eventually([&](const Snapshot* snapshot, const StatusMap& statuses) {
+    return snapshot != nullptr && snapshot->rollouts().groups.contains("edge") &&
+           snapshot->rollouts().groups.at("edge").canary_percent == 5 &&
+           snapshot->rollouts().groups.at("edge").bake == absl::Minutes(2) &&
+           StateOf(statuses, policy) == StatusState::kAccepted;
+  }));
+  fixture_->Remove(policy);
+  EXPECT_TRUE(Eventually([](const Snapshot* snapshot, const StatusMap&) {
+    return snapshot != nullptr && snapshot->rollouts().empty() &&
+           absl::StrContains(ClusterLoad(snapshot), "port_value: 8081");
+  }));
+}
+
 TEST_P(ConfigSourceConformance, InvalidChangeIsRejectedAndLastGoodKept) {
   if (!fixture_->StoresAnyText()) {
     GTEST_SKIP() << "the store's schema refuses a port of 70000 itself; "
@@ -378,8 +405,10 @@ TEST_P(ConfigSourceConformance, AStatusOverlayIsReportedAndListenedToUntilLifted
   fixture_->Put(kUpstream, UpstreamYaml(8081));
   fixture_->Put(kService, kServiceYaml);
   StartSource();
+  // The statuses are set just before the snapshot is published: wait for
+  // both, so that the count below starts after the first publication.
   ASSERT_TRUE(Eventually([](const Snapshot* snapshot, const StatusMap& statuses) {
-    return StateOf(statuses, kUpstream) == StatusState::kAccepted &&
+    return snapshot != nullptr && StateOf(statuses, kUpstream) == StatusState::kAccepted &&
            StateOf(statuses, kService) == StatusState::kAccepted;
   }));
   const ObjectKey gone{"Upstream", "shop", "gone"};

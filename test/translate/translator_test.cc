@@ -491,3 +491,85 @@ spec:
 
 }  // namespace
 }  // namespace holdfast
+
+namespace holdfast {
+namespace {
+
+constexpr char kPolicies[] = R"(
+apiVersion: holdfast.dev/v1
+kind: RolloutPolicy
+metadata: {name: a-edge, namespace: ops}
+spec: {nodeGroup: edge, canaries: {percent: 5}, bake: 2m}
+---
+apiVersion: holdfast.dev/v1
+kind: RolloutPolicy
+metadata: {name: b-edge, namespace: ops}
+spec: {nodeGroup: edge, canaries: {percent: 50}}
+---
+apiVersion: holdfast.dev/v1
+kind: RolloutPolicy
+metadata: {name: everyone, namespace: ops}
+spec: {canaries: {nodeMetadata: {key: canary, value: "yes"}}}
+)";
+
+// RolloutPolicy objects become the snapshot's policies, not resources; a
+// second policy for a group is Rejected naming the first, which stays.
+TEST(TranslatorRolloutPolicyTest, PoliciesByGroupAndConflictsNamed) {
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(kPolicies));
+  EXPECT_EQ(out.resources.size(), Translator().Translate(Load("")).resources.size())
+      << "policies make no resources";
+  ASSERT_TRUE(out.rollouts.fallback.has_value());
+  EXPECT_EQ(out.rollouts.fallback->metadata_key, "canary");
+  EXPECT_EQ(out.rollouts.fallback->origin, "RolloutPolicy ops/everyone");
+  ASSERT_EQ(out.rollouts.groups.size(), 1u);
+  const RolloutPolicy& edge = out.rollouts.groups.at("edge");
+  EXPECT_EQ(edge.canary_percent, 5);
+  EXPECT_EQ(edge.bake, absl::Minutes(2));
+  EXPECT_EQ(edge.ack_timeout, absl::Seconds(30));
+  EXPECT_EQ(edge.origin, "RolloutPolicy ops/a-edge");
+  const ObjectStatus& loser = out.statuses.at({"RolloutPolicy", "ops", "b-edge"});
+  EXPECT_EQ(loser.state, StatusState::kRejected);
+  ASSERT_EQ(loser.reasons.size(), 1u);
+  EXPECT_EQ(loser.reasons[0].path, "spec.nodeGroup");
+  EXPECT_EQ(loser.reasons[0].message,
+            "node group \"edge\" already has a rollout policy: RolloutPolicy ops/a-edge");
+  EXPECT_EQ(out.statuses.at({"RolloutPolicy", "ops", "a-edge"}).state, StatusState::kAccepted);
+}
+
+// An invalid edit keeps the last accepted policy in effect, like any object.
+TEST(TranslatorRolloutPolicyTest, AnInvalidEditKeepsTheLastAcceptedPolicy) {
+  Translator translator;
+  translator.Translate(Load(kPolicies));
+  std::string edited = kPolicies;
+  edited.replace(edited.find("percent: 5}"), 11, "percent: 500}");
+  TranslationOutput out = translator.Translate(Load(edited));
+  EXPECT_EQ(out.rollouts.groups.at("edge").canary_percent, 5);
+  const ObjectStatus& status = out.statuses.at({"RolloutPolicy", "ops", "a-edge"});
+  EXPECT_EQ(status.state, StatusState::kRejected);
+  EXPECT_TRUE(status.serving_last_good);
+}
+
+// The policies are part of the snapshot's version (a policy-only change is
+// published), and a snapshot without policies keeps the version it always
+// had.
+TEST(TranslatorRolloutPolicyTest, PoliciesArePartOfTheSnapshotVersionOnlyWhenSet) {
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(kBase));
+  ASSERT_TRUE(out.rollouts.empty());
+  auto plain = Snapshot::Build(out.resources, absl::UnixEpoch());
+  auto same = Snapshot::Build(out.resources, absl::UnixEpoch(), out.rollouts);
+  ConfiguredRollouts rollouts;
+  rollouts.groups["edge"] = {.canary_percent = 5};
+  auto with = Snapshot::Build(out.resources, absl::UnixEpoch(), rollouts);
+  rollouts.groups["edge"].canary_percent = 6;
+  auto changed = Snapshot::Build(out.resources, absl::UnixEpoch(), rollouts);
+  ASSERT_TRUE(plain.ok() && same.ok() && with.ok() && changed.ok());
+  EXPECT_EQ((*plain)->version(), (*same)->version());
+  EXPECT_NE((*plain)->version(), (*with)->version());
+  EXPECT_NE((*with)->version(), (*changed)->version());
+  EXPECT_EQ((*changed)->rollouts(), rollouts);
+}
+
+}  // namespace
+}  // namespace holdfast

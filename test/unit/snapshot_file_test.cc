@@ -46,6 +46,33 @@ TEST_F(SnapshotFileTest, RoundTripKeepsVersionsAndContent) {
   EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
 }
 
+// The configuration's rollout policies travel with the snapshot to disk (a
+// replica restarted in an outage must still roll out in stages); without
+// policies the file is the first format, which every release reads.
+TEST_F(SnapshotFileTest, RoundTripKeepsRolloutPoliciesAndWritesTheFirstFormatWithoutThem) {
+  ASSERT_TRUE(WriteSnapshotFile(*Chain("a", 8081), path_).ok());
+  EXPECT_EQ(ReadAll().substr(8, 4), std::string("\x01\0\0\0", 4));
+  ConfiguredRollouts rollouts;
+  rollouts.fallback = RolloutPolicy{.metadata_key = "canary",
+                                    .metadata_value = "yes",
+                                    .bake = absl::Seconds(90),
+                                    .origin = "RolloutPolicy ops/all"};
+  rollouts.groups["edge"] = {.canary_percent = 7, .ack_timeout = absl::Milliseconds(1500)};
+  SnapshotPtr plain = Chain("a", 8081);
+  std::vector<ResourcePtr> resources;
+  for (const std::string& type_url : plain->TypeUrls()) {
+    for (const auto& [name, resource] : plain->Resources(type_url)) resources.push_back(resource);
+  }
+  SnapshotPtr original = *Snapshot::Build(resources, plain->created(), rollouts);
+  ASSERT_TRUE(WriteSnapshotFile(*original, path_).ok());
+  EXPECT_EQ(ReadAll().substr(8, 4), std::string("\x02\0\0\0", 4));
+  absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->rollouts(), rollouts);
+  EXPECT_EQ((*read)->version(), original->version());
+  EXPECT_NE((*read)->version(), plain->version());
+}
+
 TEST_F(SnapshotFileTest, EveryDamageIsDetected) {
   ASSERT_TRUE(WriteSnapshotFile(*Chain("a", 8081), path_).ok());
   const std::string good = ReadAll();

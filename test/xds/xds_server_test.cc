@@ -47,6 +47,7 @@ class XdsServerTest : public ::testing::Test {
     context_ = StreamContext{&cache_, &proxies_, &stats_, &bodies_,
                              &views_, &grouper_, &clock_, "test-cp"};
     context_.identity = &identity_;
+    context_.canaries = &canaries_;
     auto server = XdsServer::Start(options, context_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -127,6 +128,7 @@ class XdsServerTest : public ::testing::Test {
   ViewCache views_;
   NodeGrouper grouper_ = *NodeGrouper::Parse("cluster", "default");
   ClientIdentityPolicy identity_ = *ClientIdentityPolicy::Parse("none");
+  CanaryRouter canaries_;
   StreamContext context_;
   std::unique_ptr<XdsServer> server_;
 };
@@ -167,6 +169,40 @@ TEST_F(XdsServerTest, SotwAdsServesAChainAndPushesOnlyWhatChanged) {
   EXPECT_EQ(views[0].types[std::string(type_url::kCluster)].acked_version, cds->version_info());
   EXPECT_EQ(views[0].types[std::string(type_url::kClusterLoadAssignment)].acked_version,
             update->version_info());
+}
+
+// A rollout policy that changes while a proxy is connected moves its
+// stream to the canaries' view and back, on the stream it has.
+TEST_F(XdsServerTest, AConnectedStreamMovesWhenTheCanaryRuleChanges) {
+  cache_.Set("default", Chain("1", 80));
+  cache_.Set(CanaryKey(""), Chain("2", 80));
+  auto stream = OpenSotw();
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, nullptr, /*node=*/true)));
+  auto stable = stream->Next();
+  ASSERT_TRUE(stable.has_value());
+  EXPECT_EQ(Names(*stable), std::vector<std::string>{"c1"});
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, &*stable)));
+
+  canaries_.SetRule([](const envoy::config::core::v3::Node& node, const std::string&) {
+    return node.id() == "proxy-1" ? std::optional<std::string>("") : std::nullopt;
+  });
+  auto candidate = stream->Next();
+  ASSERT_TRUE(candidate.has_value());
+  EXPECT_EQ(Names(*candidate), std::vector<std::string>{"c2"});
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, &*candidate)));
+  ASSERT_EQ(proxies_.Canaries("").size(), 1u);
+
+  canaries_.SetRule({});
+  auto back = stream->Next();
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(Names(*back), std::vector<std::string>{"c1"});
+  EXPECT_TRUE(proxies_.Canaries("").empty());
+  // It watches its group again: the group's next snapshot reaches it.
+  ASSERT_TRUE(stream->Send(Req(type_url::kCluster, {}, &*back)));
+  cache_.Set("default", Chain("3", 80));
+  auto next = stream->Next();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Names(*next), std::vector<std::string>{"c3"});
 }
 
 TEST_F(XdsServerTest, NackIsRecordedAndNeverAnsweredWithAResend) {
