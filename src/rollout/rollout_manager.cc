@@ -41,6 +41,13 @@ RolloutManager::RolloutManager(Options options, SnapshotCache* staged, SnapshotC
 RolloutManager::~RolloutManager() { Stop(); }
 
 void RolloutManager::Start() {
+  {
+    // The flags' rollouts exist from the start (their pages and actions
+    // answer before the first snapshot); the first snapshot's policies are
+    // laid over them when it comes.
+    absl::MutexLock offer(&offer_mu_);
+    Reconcile(options_.flags);
+  }
   watch_ = staged_->Watch(staged_->default_group(),
                           [this](const Published& published) { Offer(published.snapshot); });
   Offer(staged_->Current(staged_->default_group()).snapshot);

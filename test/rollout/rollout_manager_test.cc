@@ -86,6 +86,23 @@ TEST_F(RolloutManagerTest, WithoutAPolicyEverySnapshotIsServedAtOnce) {
   EXPECT_EQ(manager_->Promote("")["enabled"], false);
 }
 
+// The flags' rollouts answer before the source has published anything.
+TEST_F(RolloutManagerTest, TheFlagsRolloutsExistBeforeTheFirstSnapshot) {
+  RolloutPolicies flags;
+  flags.fallback = CanariesByMetadata();
+  flags.fallback.origin.clear();  // as ParseRolloutFlags makes it
+  Start(flags);
+  nlohmann::json page = manager_->ToJson();
+  EXPECT_EQ(page["enabled"], true);
+  EXPECT_EQ(page["stage"], "idle");
+  EXPECT_EQ(page["stable"], "");
+  EXPECT_EQ(page["policy"]["origin"], "flags");
+  EXPECT_EQ(CanaryOf("n", true), std::optional<std::string>(""));
+  const SnapshotPtr v1 = Version(1);
+  Stage(v1);
+  EXPECT_EQ(Seen("default"), v1->version()) << "the first snapshot is stable at once";
+}
+
 // The snapshot that brings a policy is rolled out under it, and so is what
 // follows, until a snapshot without the policy ends the rollout: that one
 // reaches everyone at once, and the canaries' cache key goes.
