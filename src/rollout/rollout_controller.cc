@@ -110,8 +110,7 @@ void RolloutController::Stop() {
 void RolloutController::SetPolicy(RolloutPolicy policy) {
   absl::MutexLock lock(&mu_);
   if (policy == rollout_.policy()) return;
-  LogInfo("%s: policy changed (%s)", name_,
-          policy.origin.empty() ? std::string("flags") : policy.origin);
+  LogInfo("%s: policy changed (%s)", name_, policy.Origin());
   rollout_.SetPolicy(std::move(policy));
 }
 
@@ -323,7 +322,7 @@ nlohmann::json RolloutController::ToJsonLocked() const {
             {"nacking_node", last_report_.nacking_node},
             {"error", last_report_.error}}},
           {"policy",
-           {{"origin", policy.origin.empty() ? "flags" : policy.origin},
+           {{"origin", policy.Origin()},
             {"canary_percent", policy.canary_percent},
             {"canary_metadata",
              policy.metadata_key.empty() ? "" : policy.metadata_key + "=" + policy.metadata_value},

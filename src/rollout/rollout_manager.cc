@@ -74,11 +74,8 @@ void RolloutManager::Offer(SnapshotPtr snapshot) {
   }
   if (changed) Reconcile(wanted);
   first_offer_ = false;
-  bool staged_rollouts;
-  {
-    absl::MutexLock lock(&mu_);
-    staged_rollouts = !controllers_.empty();
-  }
+  // Only Reconcile, under offer_mu_, changes the rollouts.
+  const bool staged_rollouts = wanted.enabled();
   // The feed always holds the latest, so that a rollout made later starts
   // its bake from it; without rollouts the snapshot is served at once.
   if (!staged_rollouts) serving_->Set(serving_->default_group(), snapshot);
@@ -104,8 +101,7 @@ std::shared_ptr<RolloutController> RolloutManager::MakeController(const std::str
       listener(name, std::move(statuses));
     });
   }
-  LogInfo("%s starts (%s)", Named(name),
-          policy.origin.empty() ? std::string("flags") : policy.origin);
+  LogInfo("%s starts (%s)", Named(name), policy.Origin());
   controller->Start();
   return controller;
 }
@@ -168,11 +164,6 @@ void RolloutManager::CheckNow() {
     controllers = controllers_;
   }
   for (const auto& [name, controller] : controllers) controller->Check();
-}
-
-RolloutPolicies RolloutManager::policies() const {
-  absl::MutexLock lock(&mu_);
-  return policies_;
 }
 
 nlohmann::json RolloutManager::NoRollout(const std::string& group) const {

@@ -70,8 +70,6 @@ class RolloutManager {
   // own). {"enabled": false, "error"} when there is no such rollout.
   nlohmann::json Promote(const std::string& group);
   nlohmann::json Abort(const std::string& group);
-  // The policies in effect (the flags' with the last snapshot's over them).
-  RolloutPolicies policies() const;
   // One check of every rollout now (tests, with simulated time and a long
   // check interval).
   void CheckNow();

@@ -31,6 +31,7 @@ struct RolloutPolicy {
   std::string origin;
 
   bool enabled() const { return canary_percent > 0 || !metadata_key.empty(); }
+  std::string Origin() const { return origin.empty() ? "flags" : origin; }
   // Whether both choose the same canaries.
   bool SameCanaries(const RolloutPolicy& other) const;
   bool operator==(const RolloutPolicy&) const = default;
