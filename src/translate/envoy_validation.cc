@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/descriptor.h"
-#include "validate/validate.h"
+#include "src/translate/registered_validators.h"
 
 namespace holdfast {
 namespace {
@@ -81,10 +81,10 @@ absl::Status CheckField(const Message& field_value, const std::string& path) {
 
 absl::Status Walk(const Message& message, const std::string& path, bool validate_self) {
   if (validate_self) {
-    pgv::ValidationMsg error;
+    std::string error;
     bool valid = false;
     try {
-      valid = pgv::BaseValidator::AbstractCheckMessage(message, &error);
+      valid = CheckRegisteredValidator(message, &error);
     } catch (const std::exception& e) {
       // The generated validators throw for rules they do not implement.
       valid = false;

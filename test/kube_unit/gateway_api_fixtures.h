@@ -2,6 +2,7 @@
 // Gateway API objects as the API server sends them, for unit tests.
 
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "src/gateway_api/input.h"
@@ -9,6 +10,10 @@
 namespace holdfast::gateway_api::testing {
 
 using nlohmann::json;
+
+// List parameters are vectors, not json: `{item}` as a json is the item
+// itself for clang and a one-item array for GCC (the single-element
+// list-initialization rule), and the clang ThreadSanitizer build runs these.
 
 inline json Meta(const std::string& ns, const std::string& name, const std::string& created = "",
                  int64_t generation = 1) {
@@ -31,12 +36,12 @@ inline json HttpListener(const std::string& name, int port, const std::string& h
   return l;
 }
 
-inline json GatewayJson(const std::string& ns, const std::string& name, json listeners,
+inline json GatewayJson(const std::string& ns, const std::string& name, std::vector<json> listeners,
                         const std::string& created = "") {
   return {{"apiVersion", "gateway.networking.k8s.io/v1"},
           {"kind", "Gateway"},
           {"metadata", Meta(ns, name, created, 2)},
-          {"spec", {{"gatewayClassName", "holdfast"}, {"listeners", std::move(listeners)}}}};
+          {"spec", {{"gatewayClassName", "holdfast"}, {"listeners", json(std::move(listeners))}}}};
 }
 
 inline json Backend(const std::string& name, int port, int weight = 1, const std::string& ns = "") {
@@ -46,10 +51,10 @@ inline json Backend(const std::string& name, int port, int weight = 1, const std
 }
 
 inline json RouteJson(const std::string& kind, const std::string& ns, const std::string& name,
-                      json hostnames, json rules, json parents = nullptr,
+                      json hostnames, std::vector<json> rules, json parents = nullptr,
                       const std::string& created = "") {
   if (parents.is_null()) parents = json::array({{{"name", "gw"}, {"namespace", "infra"}}});
-  json spec = {{"parentRefs", std::move(parents)}, {"rules", std::move(rules)}};
+  json spec = {{"parentRefs", std::move(parents)}, {"rules", json(std::move(rules))}};
   if (!hostnames.is_null()) spec["hostnames"] = std::move(hostnames);
   return {{"apiVersion", "gateway.networking.k8s.io/v1"},
           {"kind", kind},
@@ -57,9 +62,9 @@ inline json RouteJson(const std::string& kind, const std::string& ns, const std:
           {"spec", std::move(spec)}};
 }
 
-inline json PrefixRule(const std::string& prefix, json backends) {
+inline json PrefixRule(const std::string& prefix, std::vector<json> backends) {
   return {{"matches", {{{"path", {{"type", "PathPrefix"}, {"value", prefix}}}}}},
-          {"backendRefs", std::move(backends)}};
+          {"backendRefs", json(std::move(backends))}};
 }
 
 inline json GrantJson(const std::string& ns, const std::string& from_kind,

@@ -19,11 +19,14 @@ std::pair<std::string, std::shared_ptr<const KubeObject>> Object(const std::stri
 
 Json Service(Json ports) { return {{"spec", {{"ports", ports}}}}; }
 
-Json Slice(const std::string& service, const std::string& type, Json ports, Json endpoints) {
+// `endpoints` is a vector: `{Endpoint(...)}` as a Json is the endpoint itself
+// for clang and a one-item array for GCC.
+Json Slice(const std::string& service, const std::string& type, Json ports,
+           std::vector<Json> endpoints) {
   return {{"metadata", {{"labels", {{"kubernetes.io/service-name", service}}}}},
           {"addressType", type},
           {"ports", ports},
-          {"endpoints", endpoints}};
+          {"endpoints", Json(std::move(endpoints))}};
 }
 
 Json Endpoint(std::vector<std::string> addresses, Json conditions, const std::string& zone = "") {
