@@ -12,3 +12,10 @@ KUBE_STAGING_VERSION=v0.37.2
 ETCD36_VERSION=v3.6.16
 # Gateway API CRDs, standard channel (sigs.k8s.io/gateway-api, config/crd/standard).
 GATEWAY_API_VERSION=v1.6.3
+# abseil built with ThreadSanitizer for the TSan stage (scripts/tsan_absl.sh):
+# Debian's own source of the libabsl20220623 installed, so the instrumented
+# libraries replace it under the same ABI and soname.
+ABSL_DEB_UPSTREAM=20220623.1
+ABSL_DEB_VERSION=20220623.1-1+deb12u2
+ABSL_ORIG_SHA256=abfe2897f3a30edaa74bc34365afe3c2a3cd012091a97dc7e008f7016adcd5fe
+ABSL_DEBIAN_SHA256=e08490fc7b6f3beca1925953b0c4fb92df2de5e2a01295e4641e2a3d4e528eeb

@@ -184,16 +184,16 @@ class FloorServer::Stream : public grpc::ServerGenericBidiReactor {
   }
 
   // A wildcard type (clusters, listeners): everything, once.
-  void SubscribeAll(int type) {
+  void SubscribeAll(int type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!want_[type]) want_[type] = owed_[type] = true;
   }
 
-  void SetRoutes(bool wanted) {
+  void SetRoutes(bool wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (wanted && !want_[kRoutes]) owed_[kRoutes] = true;
     want_[kRoutes] = wanted;
   }
 
-  void SetEndpoint(int i, bool wanted) {
+  void SetEndpoint(int i, bool wanted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     EndpointSubscription& sub = endpoints_;
     if (sub.names.empty()) {
       sub.names.assign(state_->clusters(), false);
@@ -211,7 +211,7 @@ class FloorServer::Stream : public grpc::ServerGenericBidiReactor {
   // DiscoveryRequest: resource_names = 3, type_url = 4, response_nonce = 5,
   // error_detail = 6. A request repeats every name; they are read only when
   // the list changed.
-  bool OnSotwRequest(absl::string_view bytes) {
+  bool OnSotwRequest(absl::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::string_view type_url, nonce;
     bool error = false;
     uint64_t names_hash = kHashStart;
@@ -247,7 +247,7 @@ class FloorServer::Stream : public grpc::ServerGenericBidiReactor {
 
   // DeltaDiscoveryRequest: type_url = 2, resource_names_subscribe = 3,
   // resource_names_unsubscribe = 4, response_nonce = 6, error_detail = 7.
-  bool OnDeltaRequest(absl::string_view bytes) {
+  bool OnDeltaRequest(absl::string_view bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::string_view type_url, nonce;
     bool error = false;
     WireReader reader(bytes);
