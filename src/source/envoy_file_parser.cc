@@ -91,8 +91,9 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
     out.problems.push_back({e.mark.line + 1, "", "", e.msg});
     return out;
   }
-  // Written YAML has at most a node per two bytes; only aliases copied over
-  // and over exceed that, so the budget bounds alias expansion.
+  // Written YAML has at most a node per two bytes, and its scalars' lengths
+  // add up to less than its size; only aliases copied over and over exceed
+  // that, so the budget bounds alias expansion.
   int64_t node_budget = 16 * static_cast<int64_t>(contents.size()) + 1024;
   try {
     for (const YAML::Node& document : documents) {

@@ -72,9 +72,12 @@ nlohmann::json Scalar(const YAML::Node& node) {
 }
 
 absl::StatusOr<nlohmann::json> Convert(const YAML::Node& node, int max_depth, int64_t* budget) {
-  if (--*budget < 0) {
+  // A node counts one, a scalar also its length: aliases repeating a long
+  // scalar expand bytes, not nodes.
+  *budget -= 1 + (node.IsScalar() ? static_cast<int64_t>(node.Scalar().size()) : 0);
+  if (*budget < 0) {
     return absl::InvalidArgumentError(
-        "document expands to too many nodes (aliases repeated too often?)");
+        "document expands to too many nodes and bytes (aliases repeated too often?)");
   }
   if (max_depth <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
