@@ -28,8 +28,8 @@ ctest --test-dir build --no-tests=error --output-on-failure -L integration
 
 # Clang checks the ABSL_GUARDED_BY annotations that GCC ignores (every file
 # compiles with -Wthread-safety as an error), and ThreadSanitizer checks what
-# the annotations cannot: the unit and gRPC tests run under it, with abseil's
-# and gRPC's locks instrumented (scripts/tsan_absl.sh, cached).
+# the annotations cannot: the unit tests run under it, with abseil's and
+# gRPC's locks instrumented (scripts/tsan_absl.sh, cached).
 tsan_start=$SECONDS
 CC=clang CXX=clang++ scripts/setup.sh build-tsan -DHOLDFAST_PREBUILT_API="$PWD/build" \
   -DHOLDFAST_TSAN_ABSL_LIB="$(scripts/tsan_absl.sh)" \

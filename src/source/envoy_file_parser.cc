@@ -14,9 +14,9 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-void ParseOne(const YAML::Node& node, int64_t* node_budget, ParsedFile* out) {
+void ParseOne(const YAML::Node& node, int64_t* expansion_budget, ParsedFile* out) {
   const int line = node.Mark().line + 1;
-  absl::StatusOr<nlohmann::json> converted = YamlToJson(node, /*max_depth=*/64, node_budget);
+  absl::StatusOr<nlohmann::json> converted = YamlToJson(node, /*max_depth=*/64, expansion_budget);
   if (!converted.ok()) {
     out->problems.push_back({line, "", "", std::string(converted.status().message())});
     return;
@@ -94,7 +94,7 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
   // Written YAML has at most a node per two bytes, and its scalars' lengths
   // add up to less than its size; only aliases copied over and over exceed
   // that, so the budget bounds alias expansion.
-  int64_t node_budget = 16 * static_cast<int64_t>(contents.size()) + 1024;
+  int64_t expansion_budget = 16 * static_cast<int64_t>(contents.size()) + 1024;
   try {
     for (const YAML::Node& document : documents) {
       if (!document || document.IsNull()) continue;
@@ -105,9 +105,9 @@ ParsedFile ParseEnvoyResources(const std::string& contents) {
               {resources.Mark().line + 1, "", "", "resources: expected a list of resources"});
           continue;
         }
-        for (const YAML::Node& resource : resources) ParseOne(resource, &node_budget, &out);
+        for (const YAML::Node& resource : resources) ParseOne(resource, &expansion_budget, &out);
       } else {
-        ParseOne(document, &node_budget, &out);
+        ParseOne(document, &expansion_budget, &out);
       }
     }
   } catch (const std::exception& e) {

@@ -119,14 +119,14 @@ absl::StatusOr<nlohmann::json> Convert(const YAML::Node& node, int max_depth, in
 }  // namespace
 
 absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
-                                          int64_t max_nodes) {
-  int64_t budget = max_nodes;
+                                          int64_t max_expansion) {
+  int64_t budget = max_expansion;
   return Convert(node, max_depth, &budget);
 }
 
 absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
-                                          int64_t* node_budget) {
-  return Convert(node, max_depth, node_budget);
+                                          int64_t* expansion_budget) {
+  return Convert(node, max_depth, expansion_budget);
 }
 
 }  // namespace holdfast

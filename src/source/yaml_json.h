@@ -11,13 +11,13 @@ namespace holdfast {
 // are numbers, everything else (and anything quoted) is a string. JSON input
 // (a subset of YAML) converts to itself. Nesting deeper than `max_depth`
 // (including aliases that refer to themselves) is an error, and so is a
-// document that expands past `max_nodes`, where a node counts one and a
+// document that expands past `max_expansion`, where a node counts one and a
 // scalar also its length (aliases are copied, so a small file can otherwise
 // expand exponentially).
 absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth = 64,
-                                          int64_t max_nodes = 1'000'000);
-// The same with a node budget shared by several calls (one file's documents).
+                                          int64_t max_expansion = 1'000'000);
+// The same with an expansion budget shared by several calls (one file's documents).
 absl::StatusOr<nlohmann::json> YamlToJson(const YAML::Node& node, int max_depth,
-                                          int64_t* node_budget);
+                                          int64_t* expansion_budget);
 
 }  // namespace holdfast

@@ -45,7 +45,9 @@ class ScriptedStream {
   // condition tests rely on to pass).
   std::optional<Response> Next(absl::Duration deadline = absl::Seconds(10)) {
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !responses_.empty() || closed_; };
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !responses_.empty() || closed_;
+    };
     mu_.AwaitWithTimeout(absl::Condition(&ready), deadline);
     if (responses_.empty()) return std::nullopt;
     Response response = std::move(responses_.front());
