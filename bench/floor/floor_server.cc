@@ -52,7 +52,7 @@ grpc::ByteBuffer Assemble(const std::string& header, Body body) {
 
 Body Concat(const std::vector<ResourcePtr>& resources, bool delta) {
   auto body = std::make_shared<std::string>();
-  for (const ResourcePtr& r : resources) body->append(delta ? r->delta_wire() : r->sotw_wire());
+  for (const ResourcePtr& r : resources) r->AppendWire(delta, body.get());
   return body;
 }
 
@@ -115,7 +115,7 @@ std::pair<int64_t, Body> FleetState::EndpointsSince(int64_t from,
   for (int i = 0; i < params_.clusters; ++i) {
     bool send = changed_at_[i] > from;
     if (partial != nullptr) send = partial->names[i] && (send || partial->owed[i]);
-    if (send) body->append(delta ? endpoints_[i]->delta_wire() : endpoints_[i]->sotw_wire());
+    if (send) endpoints_[i]->AppendWire(delta, body.get());
   }
   if (shared != nullptr) *shared = body;
   return {seq, std::move(body)};

@@ -280,6 +280,11 @@ inline bool KeyLess(const GatewayObject& a, const GatewayObject& b) {
   return std::tie(a.kind(), a.meta.ns, a.meta.name) < std::tie(b.kind(), b.meta.ns, b.meta.name);
 }
 
+// Whether `key` is `object`'s key, without building it.
+inline bool IsKeyOf(const ObjectKey& key, const GatewayObject& object) {
+  return key.name == object.meta.name && key.ns == object.meta.ns && key.kind == object.kind();
+}
+
 namespace kind {
 inline constexpr char kUpstream[] = "Upstream";
 inline constexpr char kVirtualService[] = "VirtualService";

@@ -67,4 +67,9 @@ std::vector<ResourceRef> ReferencesOf(const Resource& resource) {
   return refs;
 }
 
+const std::vector<ResourceRef>& Resource::references() const {
+  std::call_once(references_once_, [this] { references_ = ReferencesOf(*this); });
+  return references_;
+}
+
 }  // namespace holdfast

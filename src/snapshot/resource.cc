@@ -53,7 +53,7 @@ std::shared_ptr<const Resource> Resource::FromMessage(std::string name,
   // No copy of the message is kept: message() parses the bytes on demand,
   // which only debugging and validation need.
   resource->serialized_ = SerializeDeterministic(message);
-  resource->Encode();
+  resource->Encode("");
   return resource;
 }
 
@@ -63,7 +63,19 @@ std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::strin
   resource->name_ = std::move(name);
   resource->type_url_ = std::move(type_url);
   resource->serialized_ = std::move(serialized);
-  resource->Encode();
+  resource->Encode("");
+  return resource;
+}
+
+std::shared_ptr<const Resource> Resource::FromBytesWithVersion(std::string name,
+                                                               std::string type_url,
+                                                               std::string serialized,
+                                                               std::string version) {
+  auto resource = std::shared_ptr<Resource>(new Resource());
+  resource->name_ = std::move(name);
+  resource->type_url_ = std::move(type_url);
+  resource->serialized_ = std::move(serialized);
+  resource->Encode(std::move(version));
   return resource;
 }
 
@@ -81,32 +93,40 @@ const google::protobuf::Message* Resource::message() const {
   return message_.get();
 }
 
-void Resource::Encode() {
+void Resource::Encode(std::string version) {
   // Name and type are part of the version: renaming a resource is a change.
-  // Digested in parts and written once into each wire form: a gateway's
-  // route configuration can be tens of MB, re-encoded on every change.
-  version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
+  version_ = version.empty() ? ContentDigest({type_url_, "\n", name_, "\n", serialized_})
+                             : std::move(version);
 
-  // google.protobuf.Any{type_url = 1, value = 2}
+  // google.protobuf.Any{type_url = 1, value = 2}, up to the value's bytes.
   const size_t any_size =
       LengthDelimitedSize(1, type_url_.size()) + LengthDelimitedSize(2, serialized_.size());
-  auto append_any = [&](std::string* out) {
-    AppendLengthDelimited(1, type_url_, out);
-    AppendLengthDelimited(2, serialized_, out);
-  };
-  sotw_wire_.reserve(LengthDelimitedSize(2, any_size));
-  AppendLengthDelimitedHeader(2, any_size, &sotw_wire_);  // DiscoveryResponse.resources = 2
-  append_any(&sotw_wire_);
+  std::string any_head;
+  AppendLengthDelimited(1, type_url_, &any_head);
+  AppendLengthDelimitedHeader(2, serialized_.size(), &any_head);
+
+  AppendLengthDelimitedHeader(2, any_size, &sotw_head_);  // DiscoveryResponse.resources = 2
+  sotw_head_ += any_head;
 
   // envoy.service.discovery.v3.Resource{version = 1, resource = 2, name = 3}
   const size_t delta_size = LengthDelimitedSize(1, version_.size()) +
                             LengthDelimitedSize(2, any_size) + LengthDelimitedSize(3, name_.size());
-  delta_wire_.reserve(LengthDelimitedSize(2, delta_size));
-  AppendLengthDelimitedHeader(2, delta_size, &delta_wire_);  // DeltaDiscoveryResponse.resources
-  AppendLengthDelimited(1, version_, &delta_wire_);
-  AppendLengthDelimitedHeader(2, any_size, &delta_wire_);
-  append_any(&delta_wire_);
-  AppendLengthDelimited(3, name_, &delta_wire_);
+  AppendLengthDelimitedHeader(2, delta_size, &delta_head_);  // DeltaDiscoveryResponse.resources
+  AppendLengthDelimited(1, version_, &delta_head_);
+  AppendLengthDelimitedHeader(2, any_size, &delta_head_);
+  delta_head_ += any_head;
+  AppendLengthDelimited(3, name_, &delta_tail_);
+}
+
+void Resource::AppendWire(bool delta, std::string* out) const {
+  out->append(delta ? delta_head_ : sotw_head_);
+  out->append(serialized_);
+  if (delta) out->append(delta_tail_);
+}
+
+size_t Resource::WireSize(bool delta) const {
+  return serialized_.size() +
+         (delta ? delta_head_.size() + delta_tail_.size() : sotw_head_.size());
 }
 
 }  // namespace holdfast

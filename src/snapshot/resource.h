@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -27,6 +28,14 @@ inline constexpr absl::string_view kRuntime =
     "type.googleapis.com/envoy.service.runtime.v3.Runtime";
 }  // namespace type_url
 
+// A resource another resource depends on to be usable.
+struct ResourceRef {
+  std::string type_url;
+  std::string name;
+  // Where the reference is, as a field path inside the referring resource.
+  std::string field_path;
+};
+
 // One xDS resource at one version: immutable once built, shared by every
 // snapshot that contains it and every stream that sends it.
 //
@@ -42,33 +51,50 @@ class Resource {
   // Builds an opaque resource from already serialized bytes of any type.
   static std::shared_ptr<const Resource> FromBytes(std::string name, std::string type_url,
                                                    std::string serialized);
+  // The same with the version given, for a resource assembled from parts
+  // whose digests are known (a gateway's route configuration from its
+  // virtual hosts), so that megabytes are not digested again. `version` must
+  // be a digest of the name, type and those parts, in order.
+  static std::shared_ptr<const Resource> FromBytesWithVersion(std::string name,
+                                                              std::string type_url,
+                                                              std::string serialized,
+                                                              std::string version);
 
   const std::string& name() const { return name_; }
   const std::string& type_url() const { return type_url_; }
   const std::string& version() const { return version_; }
   // The serialized message (the value of its Any).
   const std::string& serialized() const { return serialized_; }
-  // `resources` entry of a DiscoveryResponse: tag, length, google.protobuf.Any.
-  const std::string& sotw_wire() const { return sotw_wire_; }
-  // `resources` entry of a DeltaDiscoveryResponse: tag, length, Resource.
-  const std::string& delta_wire() const { return delta_wire_; }
+  // Appends the `resources` entry of a DiscoveryResponse (tag, length,
+  // google.protobuf.Any) or, with `delta`, of a DeltaDiscoveryResponse (tag,
+  // length, Resource). Only the few header bytes are kept apart from the
+  // serialized message, so a resource holds its content once.
+  void AppendWire(bool delta, std::string* out) const;
+  size_t WireSize(bool delta) const;
   // The parsed message, when the type is linked in; nullptr for opaque types.
   // Resources built from bytes are parsed on first use (debug output,
   // validation), not on the serving path.
   const google::protobuf::Message* message() const;
+  // ReferencesOf(*this), found once: every snapshot that shares the
+  // resource checks them (src/snapshot/references.cc).
+  const std::vector<ResourceRef>& references() const;
 
  private:
   Resource() = default;
-  void Encode();
+  void Encode(std::string version);
 
   std::string name_;
   std::string type_url_;
   std::string version_;
   std::string serialized_;
-  std::string sotw_wire_;
-  std::string delta_wire_;
+  // What comes before and after serialized_ in each wire form.
+  std::string sotw_head_;
+  std::string delta_head_;
+  std::string delta_tail_;
   mutable std::once_flag parse_once_;
   mutable std::unique_ptr<const google::protobuf::Message> message_;
+  mutable std::once_flag references_once_;
+  mutable std::vector<ResourceRef> references_;
 };
 
 using ResourcePtr = std::shared_ptr<const Resource>;

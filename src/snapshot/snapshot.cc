@@ -29,18 +29,18 @@ absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, 
   snapshot->size_ = resources.size();
   for (ResourcePtr& resource : resources) {
     ResourceMap& of_type = snapshot->by_type_[resource->type_url()];
-    std::string name = resource->name();
-    std::string type = resource->type_url();
-    if (!of_type.emplace(name, std::move(resource)).second) {
-      return absl::InvalidArgumentError(absl::StrCat("two resources of type ", TypeNameOf(type),
-                                                     " are named \"", name, "\""));
+    auto [slot, added] = of_type.emplace(resource->name(), resource);
+    if (!added) {
+      return absl::InvalidArgumentError(absl::StrCat("two resources of type ",
+                                                     TypeNameOf(resource->type_url()),
+                                                     " are named \"", resource->name(), "\""));
     }
   }
 
   std::vector<std::string> dangling;
   for (const auto& [type, of_type] : snapshot->by_type_) {
     for (const auto& [name, resource] : of_type) {
-      for (const ResourceRef& ref : ReferencesOf(*resource)) {
+      for (const ResourceRef& ref : resource->references()) {
         if (!snapshot->Resources(ref.type_url).contains(ref.name)) {
           dangling.push_back(absl::StrCat(TypeNameOf(type), " \"", name, "\" field ",
                                           ref.field_path, " names ", TypeNameOf(ref.type_url),

@@ -183,7 +183,7 @@ void XdsDirectorySource::DropDanglingReferences(Assembly& assembly) {
     for (const auto& [key, candidate] : candidates) present.insert(key);
     for (auto it = candidates.begin(); it != candidates.end();) {
       std::vector<std::string> missing;
-      for (const ResourceRef& ref : ReferencesOf(*it->second.resource)) {
+      for (const ResourceRef& ref : it->second.resource->references()) {
         if (!present.contains({ref.type_url, ref.name})) {
           missing.push_back(absl::StrCat(ref.field_path, ": ", TypeNameOf(ref.type_url), " \"",
                                          ref.name, "\" does not exist"));

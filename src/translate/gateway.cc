@@ -17,7 +17,7 @@ namespace {
 
 using envoy::config::listener::v3::Listener;
 
-// The services a gateway selects, incumbents first, then by key.
+// The services a gateway selects, in key order.
 std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
                                                    const GatewayContext& context,
                                                    ObjectStatus& status) {
@@ -40,29 +40,47 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
       selected.push_back(vs);
     }
   }
-  std::sort(selected.begin(), selected.end(),
-            [](const auto* a, const auto* b) { return KeyLess(*a, *b); });
-  selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+  if (!spec.virtual_services.empty()) {  // a selection alone is already in key order
+    std::sort(selected.begin(), selected.end(),
+              [](const auto* a, const auto* b) { return KeyLess(*a, *b); });
+    selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
+  }
   // Services that could not be translated are Rejected on their own.
   std::erase_if(selected,
                 [&](const GatewayObject* vs) { return !context.services->contains(vs->key()); });
-  const std::string gateway_id = gateway.key().ToString();
-  std::stable_partition(selected.begin(), selected.end(), [&](const GatewayObject* vs) {
-    return ServedBefore(*context.previous_owners, gateway_id, *vs);
-  });
   if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
   return selected;
 }
 
-// Appends the service's virtual host unless one of its domains is taken, in
-// which case the service is Rejected on this gateway. Returns whether added.
-bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const ServiceOutput& service,
-                std::map<std::string, ObjectKey>& domain_owner, GatewayOutput* out,
-                std::string* routes_bytes) {
-  const std::string gateway_id = gateway.key().ToString();
+// A gateway's RouteConfiguration, assembled from encoded virtual hosts. Its
+// version digests the hosts' digests, not the (megabytes of) bytes again.
+struct AssembledRoutes {
+  std::string name;
+  std::string bytes;
+  std::string part_digests;
+
+  explicit AssembledRoutes(std::string routes_name) : name(std::move(routes_name)) {
+    AppendLengthDelimited(1, name, &bytes);  // RouteConfiguration.name
+  }
+  void AddVirtualHost(const std::string& encoded, const std::string& digest) {
+    AppendLengthDelimited(2, encoded, &bytes);  // RouteConfiguration.virtual_hosts
+    absl::StrAppend(&part_digests, digest, "\n");
+  }
+  ResourcePtr Build() && {
+    std::string type(type_url::kRouteConfiguration);
+    std::string version = ContentDigest({type, "\n", name, "\nvirtual hosts\n", part_digests});
+    return Resource::FromBytesWithVersion(std::move(name), std::move(type), std::move(bytes),
+                                          std::move(version));
+  }
+};
+
+// Claims the service's domains unless one of them is taken, in which case
+// the service is Rejected on this gateway. Returns whether claimed.
+bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, GatewayOutput* out) {
+  const std::vector<std::string>& domains = std::get<VirtualServiceSpec>(*vs.spec).domains;
   std::vector<std::string> conflicts;
-  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
-    auto [owner, fresh] = domain_owner.emplace(domain, vs.key());
+  for (const std::string& domain : domains) {
+    auto [owner, fresh] = out->owners.emplace(domain, vs.key());
     if (!fresh) {
       conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
     }
@@ -70,18 +88,43 @@ bool AddService(const GatewayObject& gateway, const GatewayObject& vs, const Ser
   if (!conflicts.empty()) {
     ObjectStatus& status = out->statuses[vs.key()];
     status.key = vs.key();
-    status.Reject("spec.domains",
-                  absl::StrCat("conflicts on ", gateway_id, ": ", absl::StrJoin(conflicts, ", "),
-                               "; not served by that gateway"));
+    status.Reject("spec.domains", absl::StrCat("conflicts on ", gateway.key().ToString(), ": ",
+                                               absl::StrJoin(conflicts, ", "),
+                                               "; not served by that gateway"));
     // Release the domains this service claimed before the conflict.
-    std::erase_if(domain_owner, [&](const auto& entry) { return entry.second == vs.key(); });
+    for (const std::string& domain : domains) {
+      auto claimed = out->owners.find(domain);
+      if (claimed != out->owners.end() && IsKeyOf(claimed->second, vs)) {
+        out->owners.erase(claimed);
+      }
+    }
     return false;
   }
-  for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
-    out->owners[{gateway_id, domain}] = vs.key();
-  }
-  AppendLengthDelimited(2, service.gateway_vhost, routes_bytes);  // .virtual_hosts
   return true;
+}
+
+// Which of `selected` (in key order) the gateway serves, as indexes in key
+// order. Services that served a domain here before claim first, so that a
+// newcomer never takes a domain away; the virtual hosts are still written in
+// key order, as a translation without that history writes them.
+std::vector<size_t> ServedAfterClaims(const GatewayObject& gateway,
+                                      const std::vector<const GatewayObject*>& selected,
+                                      const GatewayContext& context, GatewayOutput* out) {
+  const std::string gateway_id = gateway.key().ToString();
+  std::vector<bool> incumbent(selected.size()), served(selected.size());
+  for (size_t i = 0; i < selected.size(); ++i) {
+    incumbent[i] = ServedBefore(*context.previous_owners, gateway_id, *selected[i]);
+  }
+  for (bool incumbents : {true, false}) {
+    for (size_t i = 0; i < selected.size(); ++i) {
+      if (incumbent[i] == incumbents) served[i] = ClaimDomains(gateway, *selected[i], out);
+    }
+  }
+  std::vector<size_t> in_order;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (served[i]) in_order.push_back(i);
+  }
+  return in_order;
 }
 
 // Points `chain` at TLS with `certificate`; `field` is where the
@@ -149,10 +192,12 @@ std::optional<FieldError> AddFilterChains(const GatewayObject& gateway, const Ob
 
 }  // namespace
 
-bool ServedBefore(const DomainOwners& owners, const std::string& scope, const GatewayObject& vs) {
+bool ServedBefore(const DomainOwners& owners, absl::string_view scope, const GatewayObject& vs) {
+  auto in_scope = owners.find(scope);
+  if (in_scope == owners.end()) return false;
   for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
-    auto it = owners.find({scope, domain});
-    if (it != owners.end() && it->second == vs.key()) return true;
+    auto it = in_scope->second.find(domain);
+    if (it != in_scope->second.end() && IsKeyOf(it->second, vs)) return true;
   }
   return false;
 }
@@ -163,13 +208,13 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   ObjectStatus& own_status = out->statuses[gateway.key()];
   own_status.key = gateway.key();
   const std::string routes_name = names::GatewayRoutes(gateway.key());
-  std::string routes_bytes;
-  AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
-  std::map<std::string, ObjectKey> domain_owner;
+  AssembledRoutes routes(routes_name);
   bool cors = false;
-  for (const GatewayObject* vs : SelectedServices(gateway, context, own_status)) {
-    const ServiceOutput& service = context.services->at(vs->key());
-    if (AddService(gateway, *vs, service, domain_owner, out, &routes_bytes)) cors |= service.cors;
+  const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
+  for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
+    const ServiceOutput& service = context.services->at(selected[i]->key());
+    routes.AddVirtualHost(service.gateway_vhost, service.gateway_vhost_digest);
+    cors |= service.cors;
   }
 
   Listener listener;
@@ -185,8 +230,7 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
     return FieldError{
         "spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()), {}};
   }
-  out->resources.push_back(Resource::FromBytes(
-      routes_name, std::string(type_url::kRouteConfiguration), std::move(routes_bytes)));
+  out->resources.push_back(std::move(routes).Build());
   out->resources.push_back(Resource::FromMessage(listener.name(), listener));
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "src/model/types.h"
 #include "src/snapshot/resource.h"
 #include "src/translate/object_index.h"
@@ -14,18 +15,19 @@
 
 namespace holdfast {
 
-// Which virtual service serves each domain, by scope: a gateway's key, or ""
-// for proxyless gRPC listeners.
-using DomainOwners = std::map<std::pair<std::string, std::string>, ObjectKey>;
+// Which virtual service serves each domain of one scope.
+using ScopeOwners = std::map<std::string, ObjectKey, std::less<>>;
+// The same by scope: a gateway's key, or "" for proxyless gRPC listeners.
+using DomainOwners = std::map<std::string, ScopeOwners, std::less<>>;
 
 // Whether `vs` served one of its domains in `scope` in the last translation:
 // on a conflict the incumbent keeps the domain, so adding a conflicting
 // object never takes traffic away from a working one.
-bool ServedBefore(const DomainOwners& owners, const std::string& scope, const GatewayObject& vs);
+bool ServedBefore(const DomainOwners& owners, absl::string_view scope, const GatewayObject& vs);
 
 struct GatewayContext {
   const ObjectIndex* index;
-  const std::map<ObjectKey, ServiceOutput>* services;  // translated, servable services
+  const ServiceOutputs* services;  // translated, servable services
   const DomainOwners* previous_owners;
 };
 
@@ -34,7 +36,7 @@ struct GatewayContext {
 struct GatewayOutput {
   std::vector<ResourcePtr> resources;  // RouteConfiguration, Listener
   StatusMap statuses;
-  DomainOwners owners;
+  ScopeOwners owners;  // the domains this gateway serves
 };
 
 // Translates a gateway into a Listener and a RouteConfiguration assembled

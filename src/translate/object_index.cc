@@ -4,7 +4,10 @@
 
 namespace holdfast {
 
-void ObjectIndex::Add(const GatewayObject* object) { objects_[object->key()] = object; }
+void ObjectIndex::Add(const GatewayObject* object) {
+  // Objects mostly come in key order: the end is then the right hint.
+  objects_.insert_or_assign(objects_.end(), object->key(), object);
+}
 
 const GatewayObject* ObjectIndex::Find(const std::string& kind, const ObjectRef& ref,
                                        const std::string& referrer_ns) const {

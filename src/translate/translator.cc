@@ -73,9 +73,10 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
 }
 
 void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
-  for (const auto& [key, object] : input.objects) {
-    pass.effective[key] = &object;
-    ObjectStatus& status = pass.statuses[key];
+  for (const auto& [key, object] : input.objects) {  // in key order: appended at the end
+    pass.effective.emplace_hint(pass.effective.end(), key, &object);
+    ObjectStatus& status =
+        pass.statuses.emplace_hint(pass.statuses.end(), key, ObjectStatus())->second;
     status.key = key;
     status.location = object.meta.location;
   }
@@ -101,12 +102,12 @@ const GatewayObject* Translator::LastGood(const GatewayObject& object) const {
 }
 
 Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream,
-                                                   const DiscoveredServices& services) const {
+                                                   const DiscoveredServices& services) {
   std::optional<DiscoveredService> service = NamedService(upstream, services);
   auto cached = upstream_cache_.find(upstream.key());
   if (cached != upstream_cache_.end() && cached->second.digest == upstream.content_digest &&
       cached->second.service == service) {
-    return cached->second;
+    return std::move(cached->second);  // the cache is rebuilt from what this pass returns
   }
   UpstreamOutput out;
   ObjectStatus scratch;
@@ -148,7 +149,7 @@ void Translator::TranslateUpstreams(Pass& pass) {
     }
     for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
     pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
-    next_cache.emplace(it->first, std::move(out));
+    next_cache.emplace_hint(next_cache.end(), it->first, std::move(out));
     ++it;
   }
   upstream_cache_ = std::move(next_cache);
@@ -170,7 +171,7 @@ absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs, co
 // depend on (route tables, which upstreams exist) are unchanged; endpoint
 // changes never invalidate.
 void Translator::TranslateServices(Pass& pass) {
-  std::map<ObjectKey, ServiceOutput> next_services;
+  ServiceOutputs next_services;
   for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
     absl::StatusOr<ServiceOutput> service = ServiceFor(*vs, pass);
     if (!service.ok()) {
@@ -185,7 +186,7 @@ void Translator::TranslateServices(Pass& pass) {
       pass.statuses[key].key = key;
       pass.statuses[key].Warn(warning.path, warning.message, warning.location);
     }
-    next_services.emplace(vs->key(), *std::move(service));
+    next_services.emplace_hint(next_services.end(), vs->key(), *std::move(service));
   }
   service_cache_ = std::move(next_services);
 }
@@ -213,7 +214,7 @@ void Translator::TranslateGateways(Pass& pass) {
       status.serving_last_good = true;
     }
     pass.statuses = MergeStatuses(std::move(pass.statuses), out.statuses);
-    pass.next_owners.insert(out.owners.begin(), out.owners.end());
+    pass.next_owners.emplace(gateway->key().ToString(), std::move(out.owners));
     pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
   }
 }
@@ -225,7 +226,7 @@ void Translator::AddGrpcListeners(Pass& pass) {
   if (unroutable) {
     for (ResourcePtr& resource : UnroutableCluster()) pass.resources.push_back(resource);
   }
-  std::map<std::string, ObjectKey> listener_owner;
+  ScopeOwners& listener_owner = pass.next_owners[""];
   std::vector<const GatewayObject*> services = pass.index.OfKind(kind::kVirtualService);
   std::erase_if(services,
                 [&](const GatewayObject* vs) { return !service_cache_.contains(vs->key()); });
@@ -243,7 +244,6 @@ void Translator::AddGrpcListeners(Pass& pass) {
             absl::StrCat("gRPC clients of ", domain, " are served by ", owner->second.ToString()));
         continue;
       }
-      pass.next_owners[{"", domain}] = vs->key();
       pass.resources.push_back(listener);
       any_listener = true;
     }
@@ -253,19 +253,28 @@ void Translator::AddGrpcListeners(Pass& pass) {
 
 // Remembers what was accepted, for when it breaks.
 void Translator::RememberAccepted(const TranslationInput& input, const StatusMap& statuses) {
-  for (const auto& [key, status] : statuses) {
-    auto it = input.objects.find(key);
-    if (it == input.objects.end() || status.state == StatusState::kRejected) continue;
-    auto last = last_accepted_.find(key);
-    if (last == last_accepted_.end() || last->second.content_digest != it->second.content_digest) {
-      last_accepted_.insert_or_assign(key, it->second);
+  // One walk over maps that are all in key order: no lookup per object.
+  auto last = last_accepted_.begin();
+  auto status = statuses.begin();
+  // Drops remembered objects gone from the source; invalid ones keep theirs.
+  auto drop_until = [&](const ObjectKey* key) {
+    while (last != last_accepted_.end() && (key == nullptr || last->first < *key)) {
+      last = input.invalid.contains(last->first) ? std::next(last) : last_accepted_.erase(last);
+    }
+  };
+  for (const auto& [key, object] : input.objects) {
+    drop_until(&key);
+    while (status != statuses.end() && status->first < key) ++status;
+    const bool accepted = status != statuses.end() && status->first == key &&
+                          status->second.state != StatusState::kRejected;
+    if (last != last_accepted_.end() && last->first == key) {
+      if (accepted && last->second.content_digest != object.content_digest) last->second = object;
+      ++last;
+    } else if (accepted) {
+      last_accepted_.emplace_hint(last, key, object);
     }
   }
-  for (auto it = last_accepted_.begin(); it != last_accepted_.end();) {
-    it = (input.objects.contains(it->first) || input.invalid.contains(it->first))
-             ? std::next(it)
-             : last_accepted_.erase(it);
-  }
+  drop_until(nullptr);
 }
 
 }  // namespace holdfast

@@ -78,14 +78,13 @@ class Translator {
   void AddGrpcListeners(Pass& pass);
   void RememberAccepted(const TranslationInput& input, const StatusMap& statuses);
 
-  UpstreamOutput UpstreamFor(const GatewayObject& upstream,
-                             const DiscoveredServices& services) const;
+  UpstreamOutput UpstreamFor(const GatewayObject& upstream, const DiscoveredServices& services);
   absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.
   const GatewayObject* LastGood(const GatewayObject& object) const;
 
   TranslatorOptions options_;
-  std::map<ObjectKey, ServiceOutput> service_cache_;
+  ServiceOutputs service_cache_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
   std::map<ObjectKey, UpstreamOutput> upstream_cache_;
   // Who served each domain last time: on a conflict the incumbent keeps it.

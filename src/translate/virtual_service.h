@@ -20,12 +20,16 @@ struct ServiceOutput {
   std::string digest;
   std::string epoch;
   std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
+  std::string gateway_vhost_digest;  // ContentDigest(gateway_vhost)
   bool cors = false;
   bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
   std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse
   ResourcePtr grpc_routes;
   std::map<std::string, ResourcePtr> grpc_listeners;  // by domain
 };
+
+// Translated services by key.
+using ServiceOutputs = std::map<ObjectKey, ServiceOutput>;
 
 struct ServiceContext {
   const ObjectIndex* index;

@@ -38,10 +38,9 @@ std::shared_ptr<const std::string> EncodedBodyCache::Get(
   if (auto body = slot.lock()) return body;
   auto body = std::make_shared<std::string>();
   size_t total = 0;
-  for (const ResourcePtr& r : resources)
-    total += delta ? r->delta_wire().size() : r->sotw_wire().size();
+  for (const ResourcePtr& r : resources) total += r->WireSize(delta);
   body->reserve(total);
-  for (const ResourcePtr& r : resources) body->append(delta ? r->delta_wire() : r->sotw_wire());
+  for (const ResourcePtr& r : resources) r->AppendWire(delta, body.get());
   slot = body;
   if (bodies_.size() >= sweep_at_) {
     std::erase_if(bodies_, [](const auto& entry) { return entry.second.expired(); });

@@ -1,10 +1,12 @@
 #include "src/translate/translator.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -256,6 +258,108 @@ TEST(TranslatorTest, DeterministicAndChangesTouchOnlyDependents) {
   }
   EXPECT_EQ(differing,
             (std::set<std::string>{std::string(type_url::kClusterLoadAssignment) + " ns/b"}));
+}
+
+// A world of objects by name, as YAML documents, to change one at a time.
+using World = std::map<std::string, std::string>;
+
+World ManyServices() {
+  World world;
+  for (int i = 0; i < 6; ++i) {
+    world[absl::StrCat("u", i)] = absl::StrCat(
+        "kind: Upstream\nmetadata: {name: u", i, ", namespace: ns}\n",
+        "spec: {hosts: [{address: 127.0.0.", i + 1, ", port: 80}]}\n");
+  }
+  world["table"] =
+      "kind: RouteTable\nmetadata: {name: table, namespace: ns}\n"
+      "spec:\n  routes:\n  - {match: {prefix: /t}, upstream: u5}\n";
+  for (int i = 0; i < 12; ++i) {
+    world[absl::StrCat("vs", i)] = absl::StrCat(
+        "kind: VirtualService\nmetadata: {name: vs", i, ", namespace: ns, labels: {public: \"",
+        i % 3 == 0 ? "no" : "yes", "\"}}\n", "spec:\n  domains: [vs", i, ".test, www.vs", i,
+        ".test]\n  routes:\n  - {match: {prefix: /a}, upstream: u", i % 6, "}\n",
+        i % 4 == 0 ? "  - match: {prefix: /}\n    delegate: {routeTables: [{name: table}]}\n" : "");
+  }
+  world["gw"] =
+      "kind: Gateway\nmetadata: {name: gw, namespace: ns}\n"
+      "spec: {port: 8080, virtualServiceSelector: {labels: {public: \"yes\"}}}\n";
+  world["listed"] =
+      "kind: Gateway\nmetadata: {name: listed, namespace: ns}\n"
+      "spec: {port: 8081, virtualServices: [{name: vs6}, {name: vs0}, {name: vs3}]}\n";
+  return world;
+}
+
+TranslationInput LoadWorld(const World& world) {
+  std::string yaml;
+  for (const auto& [name, doc] : world) {
+    absl::StrAppend(&yaml, "---\napiVersion: holdfast.dev/v1\n", doc);
+  }
+  return Load(yaml);
+}
+
+std::string Replaced(std::string doc, const std::string& from, const std::string& to) {
+  size_t at = doc.find(from);
+  EXPECT_NE(at, std::string::npos) << from << " not in " << doc;
+  if (at != std::string::npos) doc.replace(at, from.size(), to);
+  return doc;
+}
+
+// What a translation publishes, in a form to compare: every resource's
+// version by type and name, and every status with its reasons.
+std::map<std::string, std::string> Published(const TranslationOutput& out) {
+  std::map<std::string, std::string> published;
+  for (const ResourcePtr& r : out.resources) {
+    EXPECT_TRUE(published.emplace(absl::StrCat(r->type_url(), " ", r->name()), r->version()).second)
+        << r->name();
+  }
+  for (const auto& [key, status] : out.statuses) {
+    std::string reasons;
+    for (const FieldError& e : status.reasons) {
+      absl::StrAppend(&reasons, e.path, ": ", e.message, "; ");
+    }
+    published[key.ToString()] = absl::StrCat(
+        StatusStateName(status.state), status.serving_last_good ? " last-good " : " ", reasons);
+  }
+  return published;
+}
+
+// A translator that has seen every earlier version of the objects publishes
+// exactly what a new one publishes from the current objects alone (no
+// conflicts or invalid objects here, where history rightly matters).
+TEST(TranslatorTest, AfterEachChangeThePublishedSnapshotIsAFullTranslations) {
+  World world = ManyServices();
+  const std::vector<std::pair<std::string, std::function<void(World&)>>> changes = {
+      {"a route's prefix", [](World& w) { w["vs1"] = Replaced(w["vs1"], "/a", "/b"); }},
+      {"a domain", [](World& w) { w["vs2"] = Replaced(w["vs2"], "www.vs2", "api.vs2"); }},
+      {"a service selected", [](World& w) { w["vs3"] = Replaced(w["vs3"], "\"no\"", "\"yes\""); }},
+      {"a service unselected",
+       [](World& w) { w["vs4"] = Replaced(w["vs4"], "\"yes\"", "\"no\""); }},
+      {"a service removed", [](World& w) { w.erase("vs5"); }},
+      {"a service added",
+       [](World& w) { w["vs5b"] = Replaced(ManyServices()["vs5"], "vs5", "vs5b"); }},
+      {"an endpoint", [](World& w) { w["u2"] = Replaced(w["u2"], "port: 80", "port: 81"); }},
+      {"an upstream removed", [](World& w) { w.erase("u1"); }},
+      {"the route table", [](World& w) { w["table"] = Replaced(w["table"], "/t", "/tt"); }},
+      {"a listed service removed", [](World& w) { w.erase("vs6"); }},
+      {"an upstream back", [](World& w) { w["u1"] = ManyServices()["u1"]; }},
+      {"a gateway's port", [](World& w) { w["gw"] = Replaced(w["gw"], "8080", "8090"); }},
+      {"a gateway removed", [](World& w) { w.erase("listed"); }},
+  };
+  Translator warm;
+  warm.Translate(LoadWorld(world));
+  for (const auto& [what, change] : changes) {
+    SCOPED_TRACE(what);
+    change(world);
+    TranslationInput input = LoadWorld(world);
+    ASSERT_TRUE(input.invalid.empty());
+    TranslationOutput incremental = warm.Translate(input);
+    TranslationOutput full = Translator().Translate(input);
+    EXPECT_EQ(Published(incremental), Published(full));
+    auto a = Snapshot::Build(incremental.resources, absl::UnixEpoch());
+    auto b = Snapshot::Build(full.resources, absl::UnixEpoch());
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ((*a)->version(), (*b)->version());
+  }
 }
 
 TEST(TranslatorTest, RejectedObjectKeepsItsLastAcceptedVersion) {

@@ -32,14 +32,20 @@ TEST(ResourceTest, WireFormsAreTheResponsesEntries) {
     EXPECT_EQ(resource->version(),
               ContentDigest(absl::StrCat(type, "\n", "gateway/shop/public", "\n", bytes)));
 
+    std::string sotw_wire, delta_wire;
+    resource->AppendWire(/*delta=*/false, &sotw_wire);
+    resource->AppendWire(/*delta=*/true, &delta_wire);
+    EXPECT_EQ(sotw_wire.size(), resource->WireSize(false));
+    EXPECT_EQ(delta_wire.size(), resource->WireSize(true));
+
     envoy::service::discovery::v3::DiscoveryResponse sotw;
-    ASSERT_TRUE(sotw.ParseFromString(resource->sotw_wire()));
+    ASSERT_TRUE(sotw.ParseFromString(sotw_wire));
     ASSERT_EQ(sotw.resources_size(), 1);
     EXPECT_EQ(sotw.resources(0).type_url(), type);
     EXPECT_EQ(sotw.resources(0).value(), bytes);
 
     envoy::service::discovery::v3::DeltaDiscoveryResponse delta;
-    ASSERT_TRUE(delta.ParseFromString(resource->delta_wire()));
+    ASSERT_TRUE(delta.ParseFromString(delta_wire));
     ASSERT_EQ(delta.resources_size(), 1);
     EXPECT_EQ(delta.resources(0).name(), "gateway/shop/public");
     EXPECT_EQ(delta.resources(0).version(), resource->version());
@@ -50,7 +56,7 @@ TEST(ResourceTest, WireFormsAreTheResponsesEntries) {
     // would leave out.)
     std::string again;
     ASSERT_TRUE(delta.SerializeToString(&again));
-    EXPECT_EQ(again.size() + (size == 0 ? 2 : 0), resource->delta_wire().size());
+    EXPECT_EQ(again.size() + (size == 0 ? 2 : 0), delta_wire.size());
   }
 }
 
