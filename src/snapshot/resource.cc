@@ -53,7 +53,7 @@ std::shared_ptr<const Resource> Resource::FromMessage(std::string name,
   // No copy of the message is kept: message() parses the bytes on demand,
   // which only debugging and validation need.
   resource->serialized_ = SerializeDeterministic(message);
-  resource->Encode("");
+  resource->Encode();
   return resource;
 }
 
@@ -63,19 +63,7 @@ std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::strin
   resource->name_ = std::move(name);
   resource->type_url_ = std::move(type_url);
   resource->serialized_ = std::move(serialized);
-  resource->Encode("");
-  return resource;
-}
-
-std::shared_ptr<const Resource> Resource::FromBytesWithVersion(std::string name,
-                                                               std::string type_url,
-                                                               std::string serialized,
-                                                               std::string version) {
-  auto resource = std::shared_ptr<Resource>(new Resource());
-  resource->name_ = std::move(name);
-  resource->type_url_ = std::move(type_url);
-  resource->serialized_ = std::move(serialized);
-  resource->Encode(std::move(version));
+  resource->Encode();
   return resource;
 }
 
@@ -93,10 +81,10 @@ const google::protobuf::Message* Resource::message() const {
   return message_.get();
 }
 
-void Resource::Encode(std::string version) {
+void Resource::Encode() {
   // Name and type are part of the version: renaming a resource is a change.
-  version_ = version.empty() ? ContentDigest({type_url_, "\n", name_, "\n", serialized_})
-                             : std::move(version);
+  // Digested in parts: a gateway's route configuration can be tens of MB.
+  version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
 
   // google.protobuf.Any{type_url = 1, value = 2}, up to the value's bytes.
   const size_t any_size =

@@ -51,14 +51,6 @@ class Resource {
   // Builds an opaque resource from already serialized bytes of any type.
   static std::shared_ptr<const Resource> FromBytes(std::string name, std::string type_url,
                                                    std::string serialized);
-  // The same with the version given, for a resource assembled from parts
-  // whose digests are known (a gateway's route configuration from its
-  // virtual hosts), so that megabytes are not digested again. `version` must
-  // be a digest of the name, type and those parts, in order.
-  static std::shared_ptr<const Resource> FromBytesWithVersion(std::string name,
-                                                              std::string type_url,
-                                                              std::string serialized,
-                                                              std::string version);
 
   const std::string& name() const { return name_; }
   const std::string& type_url() const { return type_url_; }
@@ -81,7 +73,7 @@ class Resource {
 
  private:
   Resource() = default;
-  void Encode(std::string version);
+  void Encode();
 
   std::string name_;
   std::string type_url_;

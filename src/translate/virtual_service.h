@@ -20,7 +20,6 @@ struct ServiceOutput {
   std::string digest;
   std::string epoch;
   std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
-  std::string gateway_vhost_digest;  // ContentDigest(gateway_vhost)
   bool cors = false;
   bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
   std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse

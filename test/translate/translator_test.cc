@@ -15,6 +15,7 @@
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "src/snapshot/snapshot.h"
+#include "src/snapshot/snapshot_file.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_scanner.h"
 #include "src/translate/envoy_validation.h"
@@ -359,6 +360,24 @@ TEST(TranslatorTest, AfterEachChangeThePublishedSnapshotIsAFullTranslations) {
     auto b = Snapshot::Build(full.resources, absl::UnixEpoch());
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ((*a)->version(), (*b)->version());
+  }
+}
+
+// A translation's snapshot, written as the last good one and read back at
+// start, has the same versions: a restarted replica offers proxies what they
+// already hold, and its first translation pushes nothing again.
+TEST(TranslatorTest, ASnapshotReadBackFromItsFileKeepsTheTranslationsVersions) {
+  TranslationOutput out = Translator().Translate(LoadWorld(ManyServices()));
+  auto built = Snapshot::Build(out.resources, absl::UnixEpoch());
+  ASSERT_TRUE(built.ok()) << built.status();
+  const std::string path = ::testing::TempDir() + "/translator-test-last-good.snapshot";
+  ASSERT_TRUE(WriteSnapshotFile(**built, path).ok());
+  auto read = ReadSnapshotFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->version(), (*built)->version());
+  for (const std::string& type : (*built)->TypeUrls()) {
+    EXPECT_EQ((*read)->TypeVersion(type), (*built)->TypeVersion(type)) << type;
   }
 }
 
