@@ -2,6 +2,7 @@
 
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "src/common/thread_handoff.h"
 #include "src/xds/proxy_state.h"
 
 namespace holdfast {
@@ -24,7 +25,10 @@ class CsdsCall : public grpc::ServerGenericBidiReactor {
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakeOver(this);
+    delete this;
+  }
 
  private:
   const ProxyRegistry* proxies_;

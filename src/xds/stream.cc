@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/common/log.h"
+#include "src/common/thread_handoff.h"
 
 namespace holdfast {
 namespace {
@@ -21,7 +22,7 @@ XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
     raw->protocol_ = make_protocol(std::move(fixed_type_url), raw->proxy_.get(), context);
   }
   raw->self_ = std::move(stream);
-  if (context.open_streams != nullptr) context.open_streams->fetch_add(1);
+  if (context.open_streams != nullptr) context.open_streams->Opened();
   if (context.first_request != nullptr) {
     std::weak_ptr<XdsStream> weak = raw->self_;
     context.first_request->Add(raw->id_, [weak] {
@@ -29,6 +30,7 @@ XdsStream* XdsStream::Start(const StreamContext& context, std::string kind,
       return stream != nullptr && stream->EndWithoutFirstRequest();
     });
   }
+  HandOff(raw);
   raw->StartRead(&raw->read_buffer_);
   return raw;
 }
@@ -56,6 +58,7 @@ bool XdsStream::EndWithoutFirstRequest() {
 }
 
 void XdsStream::OnReadDone(bool ok) {
+  TakeOver(this);
   if (!ok) {
     // The client half-closed or the stream broke: nothing more to read.
     absl::MutexLock lock(&mu_);
@@ -88,7 +91,9 @@ void XdsStream::OnReadDone(bool ok) {
 
   absl::MutexLock lock(&mu_);
   MaybeWriteLocked();
-  if (!finished_) StartRead(&read_buffer_);
+  if (finished_) return;
+  HandOff(this);
+  StartRead(&read_buffer_);
 }
 
 bool XdsStream::CheckIdentityLocked(const envoy::config::core::v3::Node& node) {
@@ -196,13 +201,16 @@ void XdsStream::MaybeWriteLocked() {
   if (!next.has_value()) return;
   write_buffer_ = std::move(*next);
   writing_ = true;
+  HandOff(this);
   StartWrite(&write_buffer_);
 }
 
 void XdsStream::OnWriteDone(bool ok) {
+  TakeOver(this);
   absl::MutexLock lock(&mu_);
   writing_ = false;
   if (pending_finish_.has_value()) {
+    HandOff(this);
     Finish(*pending_finish_);  // deferred until the write drained
     pending_finish_.reset();
     return;
@@ -217,11 +225,13 @@ void XdsStream::FinishLocked(const grpc::Status& status) {
   if (writing_) {
     pending_finish_ = status;
   } else {
+    HandOff(this);
     Finish(status);
   }
 }
 
 void XdsStream::OnDone() {
+  TakeOver(this);
   {
     absl::MutexLock lock(&mu_);
     done_ = true;
@@ -237,9 +247,11 @@ void XdsStream::OnDone() {
     context_.proxies->Remove(id_);
     context_.stats->StreamClosed();
   }
-  // Last: XdsServer may end this stream's server generation once it drops.
-  if (context_.open_streams != nullptr) context_.open_streams->fetch_sub(1);
-  std::shared_ptr<XdsStream> self = std::move(self_);
+  // Last, after this stream may be gone: XdsServer may end this stream's
+  // server generation, and free what streams share, once it drops.
+  StreamCount* open_streams = context_.open_streams;
+  { std::shared_ptr<XdsStream> self = std::move(self_); }  // may delete this
+  if (open_streams != nullptr) open_streams->Closed();
 }
 
 }  // namespace holdfast

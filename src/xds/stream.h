@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "src/xds/first_request_deadlines.h"
 #include "src/xds/node_grouper.h"
 #include "src/xds/proxy_state.h"
+#include "src/xds/stream_count.h"
 #include "src/xds/stream_limits.h"
 #include "src/xds/view_cache.h"
 #include "src/xds/xds_stats.h"
@@ -54,7 +54,7 @@ struct StreamContext {
   // no deadline).
   FirstRequestDeadlines* first_request = nullptr;
   // Set by XdsServer: streams of one listener generation not yet done.
-  std::atomic<int64_t>* open_streams = nullptr;
+  StreamCount* open_streams = nullptr;
   // Binds node.id to the client certificate (nullptr: not checked).
   const ClientIdentityPolicy* identity = nullptr;
   // Which rollout a node is a canary of (nullptr: no staged rollouts).

@@ -141,7 +141,7 @@ struct XdsServer::Generation {
   // Its listening sockets' inodes, to watch their accept queue and to shut
   // down only them.
   std::vector<ino_t> listening_inodes;
-  std::atomic<int64_t> open_streams{0};
+  StreamCount open_streams;
   std::unique_ptr<Service> service;
   std::unique_ptr<grpc::Server> server;
 };
@@ -342,7 +342,7 @@ void XdsServer::EndIdleGenerations() {
     if (shut_down_ || generations_.size() < 2) return;
     auto listening = std::prev(generations_.end());
     for (auto it = generations_.begin(); it != listening;) {
-      if ((*it)->open_streams.load() > 0) {
+      if ((*it)->open_streams.open() > 0) {
         ++it;
         continue;
       }
@@ -358,6 +358,7 @@ void XdsServer::EndIdleGenerations() {
   for (const std::unique_ptr<Generation>& generation : idle) {
     generation->server->Shutdown(std::chrono::system_clock::now());
     generation->server->Wait();
+    generation->open_streams.AwaitNone();
     LogInfo("xds: ended listener %d of port %d, whose streams have all ended", generation->number,
             port_);
   }
@@ -397,6 +398,7 @@ void XdsServer::Shutdown(absl::Duration grace) {
   }
   for (const std::unique_ptr<Generation>& generation : generations) {
     generation->server->Wait();
+    generation->open_streams.AwaitNone();
   }
 }
 
