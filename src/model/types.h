@@ -285,6 +285,21 @@ inline bool IsKeyOf(const ObjectKey& key, const GatewayObject& object) {
   return key.name == object.meta.name && key.ns == object.meta.ns && key.kind == object.kind();
 }
 
+// Finds `object` in a map keyed by ObjectKey, walking forward from `cursor`:
+// a walk over objects in key order meets a map in key order in one pass,
+// without building a key per object. Returns the map's end if it is absent
+// (the cursor then stays where the next object's search starts).
+template <typename Map>
+typename Map::iterator SeekKeyOf(Map& map, typename Map::iterator& cursor,
+                                 const GatewayObject& object) {
+  while (cursor != map.end() &&
+         std::tie(cursor->first.kind, cursor->first.ns, cursor->first.name) <
+             std::tie(object.kind(), object.meta.ns, object.meta.name)) {
+    ++cursor;
+  }
+  return cursor != map.end() && IsKeyOf(cursor->first, object) ? cursor : map.end();
+}
+
 namespace kind {
 inline constexpr char kUpstream[] = "Upstream";
 inline constexpr char kVirtualService[] = "VirtualService";

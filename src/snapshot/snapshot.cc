@@ -1,5 +1,8 @@
 #include "src/snapshot/snapshot.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/snapshot/references.h"
@@ -21,27 +24,71 @@ std::string VersionOf(const std::vector<ResourcePtr>& resources) {
   return ContentDigest(input);
 }
 
-absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created,
-                                            ConfiguredRollouts rollouts) {
-  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
-  snapshot->created_ = created;
-  snapshot->rollouts_ = std::move(rollouts);
-  snapshot->size_ = resources.size();
+namespace {
+
+// The same digest as VersionOf over the map's resources in name order.
+std::string VersionOfMap(const ResourceMap& resources) {
+  std::string input;
+  input.reserve(resources.size() * 48);
+  for (const auto& [name, r] : resources) absl::StrAppend(&input, name, "\t", r->version(), "\n");
+  return ContentDigest(input);
+}
+
+// Whether `name` is in `map`, looking first just after the last name found
+// (`cursor`): references are mostly met in the order of what they name
+// (clusters and their load assignments, listeners and their routes), so
+// most lookups cost a comparison or two instead of a search.
+bool ContainsNear(const ResourceMap& map, const std::string& name,
+                  ResourceMap::const_iterator& cursor) {
+  for (int step = 0; step < 2 && cursor != map.end(); ++step, ++cursor) {
+    if (cursor->first == name) return true;
+  }
+  cursor = map.find(name);
+  return cursor != map.end();
+}
+
+}  // namespace
+
+absl::Status Snapshot::File(std::vector<ResourcePtr> resources) {
+  size_ = resources.size();
+  // The few types met so far (resources of two types often alternate).
+  std::vector<std::pair<absl::string_view, ResourceMap*>> types;
   for (ResourcePtr& resource : resources) {
-    ResourceMap& of_type = snapshot->by_type_[resource->type_url()];
-    auto [slot, added] = of_type.emplace(resource->name(), resource);
-    if (!added) {
-      return absl::InvalidArgumentError(absl::StrCat("two resources of type ",
-                                                     TypeNameOf(resource->type_url()),
-                                                     " are named \"", resource->name(), "\""));
+    const absl::string_view type = resource->type_url();  // lives in the map
+    auto known = std::find_if(types.begin(), types.end(),
+                              [&](const auto& entry) { return entry.first == type; });
+    if (known == types.end()) {
+      types.emplace_back(type, &by_type_[std::string(type)]);
+      known = std::prev(types.end());
+    }
+    ResourceMap* of_type = known->second;
+    const std::string& name = resource->name();
+    // The translator emits runs of one type in name order: one comparison
+    // places those at the end.
+    if (of_type->empty() || of_type->rbegin()->first < name) {
+      of_type->emplace_hint(of_type->end(), name, std::move(resource));
+    } else if (!of_type->emplace(name, resource).second) {
+      return absl::InvalidArgumentError(absl::StrCat("two resources of type ", TypeNameOf(type),
+                                                     " are named \"", name, "\""));
     }
   }
+  return absl::OkStatus();
+}
 
+absl::Status Snapshot::CheckReferences() const {
   std::vector<std::string> dangling;
-  for (const auto& [type, of_type] : snapshot->by_type_) {
+  for (const auto& [type, of_type] : by_type_) {
+    absl::string_view target_type;
+    const ResourceMap* targets = nullptr;
+    ResourceMap::const_iterator cursor;
     for (const auto& [name, resource] : of_type) {
       for (const ResourceRef& ref : resource->references()) {
-        if (!snapshot->Resources(ref.type_url).contains(ref.name)) {
+        if (targets == nullptr || ref.type_url != target_type) {
+          target_type = ref.type_url;
+          targets = &Resources(ref.type_url);
+          cursor = targets->begin();
+        }
+        if (!ContainsNear(*targets, ref.name, cursor)) {
           dangling.push_back(absl::StrCat(TypeNameOf(type), " \"", name, "\" field ",
                                           ref.field_path, " names ", TypeNameOf(ref.type_url),
                                           " \"", ref.name, "\", which is not in the snapshot"));
@@ -49,26 +96,34 @@ absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, 
       }
     }
   }
-  if (!dangling.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("inconsistent snapshot: ", absl::StrJoin(dangling, "; ")));
-  }
+  if (dangling.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("inconsistent snapshot: ", absl::StrJoin(dangling, "; ")));
+}
 
+void Snapshot::ComputeVersions() {
   std::string all_versions;
-  for (const auto& [type, of_type] : snapshot->by_type_) {
-    std::vector<ResourcePtr> list;
-    list.reserve(of_type.size());
-    for (const auto& [name, resource] : of_type) list.push_back(resource);
-    std::string version = VersionOf(list);
+  for (const auto& [type, of_type] : by_type_) {
+    std::string version = VersionOfMap(of_type);
     absl::StrAppend(&all_versions, type, "\t", version, "\n");
-    snapshot->type_versions_.emplace(type, std::move(version));
+    type_versions_.emplace_hint(type_versions_.end(), type, std::move(version));
   }
   // Without policies the version is what it always was: replicas of
   // different releases agree on it.
-  if (!snapshot->rollouts_.empty()) {
-    absl::StrAppend(&all_versions, "rollouts\t", EncodeRollouts(snapshot->rollouts_), "\n");
+  if (!rollouts_.empty()) {
+    absl::StrAppend(&all_versions, "rollouts\t", EncodeRollouts(rollouts_), "\n");
   }
-  snapshot->version_ = ContentDigest(all_versions);
+  version_ = ContentDigest(all_versions);
+}
+
+absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created,
+                                            ConfiguredRollouts rollouts) {
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->created_ = created;
+  snapshot->rollouts_ = std::move(rollouts);
+  if (absl::Status filed = snapshot->File(std::move(resources)); !filed.ok()) return filed;
+  if (absl::Status consistent = snapshot->CheckReferences(); !consistent.ok()) return consistent;
+  snapshot->ComputeVersions();
   return snapshot;
 }
 

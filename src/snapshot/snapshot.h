@@ -43,6 +43,11 @@ class Snapshot {
 
  private:
   Snapshot() = default;
+  // Build's steps: resources by type and name (fails on a duplicate name),
+  // the check that no reference dangles, and the versions.
+  absl::Status File(std::vector<ResourcePtr> resources);
+  absl::Status CheckReferences() const;
+  void ComputeVersions();
 
   std::string version_;
   absl::Time created_;

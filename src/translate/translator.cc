@@ -102,9 +102,9 @@ const GatewayObject* Translator::LastGood(const GatewayObject& object) const {
 }
 
 Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream,
+                                                   UpstreamCache::iterator cached,
                                                    const DiscoveredServices& services) {
   std::optional<DiscoveredService> service = NamedService(upstream, services);
-  auto cached = upstream_cache_.find(upstream.key());
   if (cached != upstream_cache_.end() && cached->second.digest == upstream.content_digest &&
       cached->second.service == service) {
     return std::move(cached->second);  // the cache is rebuilt from what this pass returns
@@ -131,15 +131,17 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
 // Envoy would refuse is served at its last accepted version, or not at all
 // (routes to it then answer like routes to a missing upstream).
 void Translator::TranslateUpstreams(Pass& pass) {
-  std::map<ObjectKey, UpstreamOutput> next_cache;
+  UpstreamCache next_cache;
+  auto cursor = upstream_cache_.begin();
   for (auto it = pass.effective.lower_bound({kind::kUpstream, "", ""});
        it != pass.effective.end() && it->first.kind == kind::kUpstream;) {
     ObjectStatus& status = pass.statuses[it->first];
-    UpstreamOutput out = UpstreamFor(*it->second, pass.services);
+    auto cached = SeekKeyOf(upstream_cache_, cursor, *it->second);
+    UpstreamOutput out = UpstreamFor(*it->second, cached, pass.services);
     if (out.error) {
       status.Reject(out.error->path, out.error->message);
       const GatewayObject* last = LastGood(*it->second);
-      if (last != nullptr) out = UpstreamFor(*last, pass.services);
+      if (last != nullptr) out = UpstreamFor(*last, cached, pass.services);
       if (last == nullptr || out.error) {
         it = pass.effective.erase(it);
         continue;
@@ -155,9 +157,10 @@ void Translator::TranslateUpstreams(Pass& pass) {
   upstream_cache_ = std::move(next_cache);
 }
 
-absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs, const Pass& pass) {
+absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs,
+                                                     ServiceOutputs::iterator cached,
+                                                     const Pass& pass) {
   const std::string& epoch = pass.epoch;
-  auto cached = service_cache_.find(vs.key());
   if (cached != service_cache_.end() && cached->second.digest == vs.content_digest &&
       cached->second.epoch == epoch) {
     return std::move(cached->second);
@@ -172,13 +175,15 @@ absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs, co
 // changes never invalidate.
 void Translator::TranslateServices(Pass& pass) {
   ServiceOutputs next_services;
+  auto cursor = service_cache_.begin();
   for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
-    absl::StatusOr<ServiceOutput> service = ServiceFor(*vs, pass);
+    auto cached = SeekKeyOf(service_cache_, cursor, *vs);
+    absl::StatusOr<ServiceOutput> service = ServiceFor(*vs, cached, pass);
     if (!service.ok()) {
       ObjectStatus& status = pass.statuses[vs->key()];
       status.Reject("spec", std::string(service.status().message()));
       const GatewayObject* last = LastGood(*vs);
-      if (last == nullptr || !(service = ServiceFor(*last, pass)).ok()) continue;
+      if (last == nullptr || !(service = ServiceFor(*last, cached, pass)).ok()) continue;
       pass.index.Add(last);  // gateways see the domains it serves
       status.serving_last_good = true;
     }
@@ -227,14 +232,18 @@ void Translator::AddGrpcListeners(Pass& pass) {
     for (ResourcePtr& resource : UnroutableCluster()) pass.resources.push_back(resource);
   }
   ScopeOwners& listener_owner = pass.next_owners[""];
-  std::vector<const GatewayObject*> services = pass.index.OfKind(kind::kVirtualService);
-  std::erase_if(services,
-                [&](const GatewayObject* vs) { return !service_cache_.contains(vs->key()); });
-  std::stable_partition(services.begin(), services.end(), [&](const GatewayObject* vs) {
-    return ServedBefore(domain_owners_, "", *vs);
+  // The services translated, with their output (both in key order).
+  std::vector<std::pair<const GatewayObject*, const ServiceOutput*>> services;
+  auto cursor = service_cache_.begin();
+  for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
+    auto cached = SeekKeyOf(service_cache_, cursor, *vs);
+    if (cached != service_cache_.end()) services.emplace_back(vs, &cached->second);
+  }
+  std::stable_partition(services.begin(), services.end(), [&](const auto& entry) {
+    return ServedBefore(domain_owners_, "", *entry.first);
   });
-  for (const GatewayObject* vs : services) {
-    const ServiceOutput& service = service_cache_.at(vs->key());
+  for (const auto& [vs, output] : services) {
+    const ServiceOutput& service = *output;
     bool any_listener = false;
     for (const auto& [domain, listener] : service.grpc_listeners) {
       auto [owner, fresh] = listener_owner.emplace(domain, vs->key());

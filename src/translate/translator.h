@@ -78,15 +78,20 @@ class Translator {
   void AddGrpcListeners(Pass& pass);
   void RememberAccepted(const TranslationInput& input, const StatusMap& statuses);
 
-  UpstreamOutput UpstreamFor(const GatewayObject& upstream, const DiscoveredServices& services);
-  absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs, const Pass& pass);
+  using UpstreamCache = std::map<ObjectKey, UpstreamOutput>;
+  // `cached` is the upstream's entry in upstream_cache_, or its end.
+  UpstreamOutput UpstreamFor(const GatewayObject& upstream, UpstreamCache::iterator cached,
+                             const DiscoveredServices& services);
+  // `cached` is vs's entry in service_cache_, or its end.
+  absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs,
+                                           ServiceOutputs::iterator cached, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.
   const GatewayObject* LastGood(const GatewayObject& object) const;
 
   TranslatorOptions options_;
   ServiceOutputs service_cache_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
-  std::map<ObjectKey, UpstreamOutput> upstream_cache_;
+  UpstreamCache upstream_cache_;
   // Who served each domain last time: on a conflict the incumbent keeps it.
   DomainOwners domain_owners_;
 };
