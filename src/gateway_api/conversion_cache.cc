@@ -21,6 +21,7 @@ void ConversionCache::End() {
   decoder_.EndConversion();
   ForgetUnused(routes_);
   ForgetUnused(services_);
+  ForgetUnused(gateways_);
 }
 
 std::string ConversionCache::RouteKey(const Route& route) {
@@ -52,6 +53,24 @@ const DecodedService* ConversionCache::FindService(
 
 void ConversionCache::KeepService(const std::string& name, DecodedService decoded) {
   services_[name] = {std::move(decoded), true};
+}
+
+const EmittedGateway* ConversionCache::FindGateway(const std::string& name,
+                                                   const EmittedGateway& wanted) {
+  auto it = gateways_.find(name);
+  if (it == gateways_.end() || it->second.value.services != wanted.services ||
+      it->second.value.tls != wanted.tls) {
+    return nullptr;
+  }
+  it->second.used = true;
+  return &it->second.value;
+}
+
+const EmittedGateway& ConversionCache::KeepGateway(const std::string& name,
+                                                   EmittedGateway emitted) {
+  Entry<EmittedGateway>& entry = gateways_[name];
+  entry = {std::move(emitted), true};
+  return entry.value;
 }
 
 }  // namespace holdfast::gateway_api

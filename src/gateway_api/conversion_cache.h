@@ -7,6 +7,8 @@
 //     ReferenceGrants) are the same;
 //   - each virtual service as decoded, while it is made of the same
 //     converted routes in the same order;
+//   - each port's Gateway as decoded, while it lists the same virtual
+//     services with the same TLS;
 //   - the decoder's memory of texts (holdfast_objects.h), for the rest.
 // The output is the same as with a fresh cache (test). Not thread-safe: one
 // conversion at a time.
@@ -54,6 +56,15 @@ struct DecodedService {
   std::vector<FieldError> errors;
 };
 
+// A port's holdfast Gateway as the decoder made it, and what it was made
+// of: the virtual services it lists, in order, and its TLS spec (as text).
+struct EmittedGateway {
+  std::vector<std::string> services;
+  std::string tls;
+  std::optional<GatewayObject> object;
+  std::vector<FieldError> errors;
+};
+
 class ConversionCache {
  public:
   HoldfastObjectDecoder& decoder() { return decoder_; }
@@ -76,6 +87,12 @@ class ConversionCache {
       const std::string& name, const std::vector<std::shared_ptr<const nlohmann::json>>& routes);
   void KeepService(const std::string& name, DecodedService decoded);
 
+  // The Gateway `name` as decoded before from the same services and TLS as
+  // `wanted` (its object and errors unused), or nullptr. Listing 10,000
+  // virtual services as JSON and decoding it again cost a fifth of a change.
+  const EmittedGateway* FindGateway(const std::string& name, const EmittedGateway& wanted);
+  const EmittedGateway& KeepGateway(const std::string& name, EmittedGateway emitted);
+
   size_t remembered_routes() const { return routes_.size(); }
 
  private:
@@ -96,6 +113,7 @@ class ConversionCache {
   Backdrop backdrop_;
   absl::flat_hash_map<std::string, Entry<ConvertedRoute>> routes_;
   absl::flat_hash_map<std::string, Entry<DecodedService>> services_;
+  absl::flat_hash_map<std::string, Entry<EmittedGateway>> gateways_;
 };
 
 }  // namespace holdfast::gateway_api

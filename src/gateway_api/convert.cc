@@ -301,31 +301,52 @@ const DecodedService& ServiceOf(const Port& port, const std::string& host, const
   return fresh;
 }
 
+// The port's holdfast Gateway: decoded now, or as before when it lists the
+// same virtual services with the same TLS.
+void EmitGateway(const Port& port, EmittedGateway wanted, const json& tls,
+                 ConversionCache& cache, Conversion& out) {
+  const std::string& ns = port.gateway->meta.ns;
+  const std::string name = GatewayName(port.gateway->meta.name, port.port);
+  const std::string cache_key = absl::StrCat(ns, "/", name);
+  const EmittedGateway* emitted = cache.FindGateway(cache_key, wanted);
+  if (emitted == nullptr) {
+    json services = json::array();
+    for (const std::string& service : wanted.services) services.push_back({{"name", service}});
+    json spec = {{"port", port.port}, {"virtualServices", services}};
+    if (services.empty()) {
+      // No route attached yet: the listener serves 404s. A Kubernetes label
+      // key cannot contain ':', so this selects nothing.
+      spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
+    }
+    if (!tls.is_null()) spec["tls"] = tls;
+    FieldErrors errors;
+    wanted.object = cache.decoder().Decode(kind::kGateway, ns, name, spec, &errors);
+    wanted.errors = errors.errors();
+    emitted = &cache.KeepGateway(cache_key, std::move(wanted));
+  }
+  Record({kind::kGateway, ns, name}, emitted->object, emitted->errors, port.sources, out);
+}
+
 void EmitPort(const Port& port, const GatewayApiInput& input, ConversionCache& cache,
               Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
-  json services = json::array();
+  EmittedGateway gateway;
   for (const auto& [host, routes] : port.hosts) {
     std::vector<const PlacedRoute*> sorted;
     for (const PlacedRoute& r : routes) sorted.push_back(&r);
     std::stable_sort(sorted.begin(), sorted.end(), Precedes);
     std::set<ObjectKey> sources;
     for (const PlacedRoute* r : sorted) sources.insert(r->route->key());
-    const std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
+    std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
     DecodedService fresh;
     const DecodedService& decoded = ServiceOf(port, host, name, sorted, cache, fresh);
     Record({kind::kVirtualService, ns, name}, decoded.object, decoded.errors, sources, out);
-    services.push_back({{"name", name}});
+    gateway.services.push_back(std::move(name));
   }
-  json spec = {{"port", port.port}, {"virtualServices", services}};
-  if (services.empty()) {
-    // No route attached yet: the listener serves 404s. A Kubernetes label
-    // key cannot contain ':', so this selects nothing.
-    spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
-  }
-  if (!port.tls.empty()) spec["tls"] = TlsSpec(port, input, cache.decoder(), out);
-  Emit(kind::kGateway, ns, GatewayName(port.gateway->meta.name, port.port), spec, port.sources,
-       cache.decoder(), out);
+  json tls;  // null: no TLS
+  if (!port.tls.empty()) tls = TlsSpec(port, input, cache.decoder(), out);
+  if (!tls.is_null()) gateway.tls = tls.dump();
+  EmitGateway(port, std::move(gateway), tls, cache, out);
 }
 
 }  // namespace

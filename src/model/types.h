@@ -289,9 +289,8 @@ inline bool IsKeyOf(const ObjectKey& key, const GatewayObject& object) {
 // a walk over objects in key order meets a map in key order in one pass,
 // without building a key per object. Returns the map's end if it is absent
 // (the cursor then stays where the next object's search starts).
-template <typename Map>
-typename Map::iterator SeekKeyOf(Map& map, typename Map::iterator& cursor,
-                                 const GatewayObject& object) {
+template <typename Map, typename Iterator>
+Iterator SeekKeyOf(Map& map, Iterator& cursor, const GatewayObject& object) {
   while (cursor != map.end() &&
          std::tie(cursor->first.kind, cursor->first.ns, cursor->first.name) <
              std::tie(object.kind(), object.meta.ns, object.meta.name)) {

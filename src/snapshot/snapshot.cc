@@ -15,22 +15,16 @@ const ResourceMap& EmptyMap() {
   return *empty;
 }
 
-}  // namespace
-
-std::string VersionOf(const std::vector<ResourcePtr>& resources) {
-  std::string input;
-  input.reserve(resources.size() * 48);
-  for (const ResourcePtr& r : resources) absl::StrAppend(&input, r->name(), "\t", r->version(), "\n");
-  return ContentDigest(input);
+// One line of a version's digest input.
+void AppendNameVersion(absl::string_view name, const Resource& resource, std::string* input) {
+  absl::StrAppend(input, name, "\t", resource.version(), "\n");
 }
 
-namespace {
-
-// The same digest as VersionOf over the map's resources in name order.
+// VersionOf over the map's resources, in name order.
 std::string VersionOfMap(const ResourceMap& resources) {
   std::string input;
   input.reserve(resources.size() * 48);
-  for (const auto& [name, r] : resources) absl::StrAppend(&input, name, "\t", r->version(), "\n");
+  for (const auto& [name, r] : resources) AppendNameVersion(name, *r, &input);
   return ContentDigest(input);
 }
 
@@ -49,7 +43,14 @@ bool ContainsNear(const ResourceMap& map, const std::string& name,
 
 }  // namespace
 
-absl::Status Snapshot::File(std::vector<ResourcePtr> resources) {
+std::string VersionOf(const std::vector<ResourcePtr>& resources) {
+  std::string input;
+  input.reserve(resources.size() * 48);
+  for (const ResourcePtr& r : resources) AppendNameVersion(r->name(), *r, &input);
+  return ContentDigest(input);
+}
+
+absl::Status Snapshot::Index(std::vector<ResourcePtr> resources) {
   size_ = resources.size();
   // The few types met so far (resources of two types often alternate).
   std::vector<std::pair<absl::string_view, ResourceMap*>> types;
@@ -121,7 +122,7 @@ absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, 
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->created_ = created;
   snapshot->rollouts_ = std::move(rollouts);
-  if (absl::Status filed = snapshot->File(std::move(resources)); !filed.ok()) return filed;
+  if (absl::Status indexed = snapshot->Index(std::move(resources)); !indexed.ok()) return indexed;
   if (absl::Status consistent = snapshot->CheckReferences(); !consistent.ok()) return consistent;
   snapshot->ComputeVersions();
   return snapshot;

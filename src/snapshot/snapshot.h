@@ -45,7 +45,7 @@ class Snapshot {
   Snapshot() = default;
   // Build's steps: resources by type and name (fails on a duplicate name),
   // the check that no reference dangles, and the versions.
-  absl::Status File(std::vector<ResourcePtr> resources);
+  absl::Status Index(std::vector<ResourcePtr> resources);
   absl::Status CheckReferences() const;
   void ComputeVersions();
 

@@ -46,8 +46,10 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
     selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   }
   // Services that could not be translated are Rejected on their own.
-  std::erase_if(selected,
-                [&](const GatewayObject* vs) { return !context.services->contains(vs->key()); });
+  auto cursor = context.services->begin();
+  std::erase_if(selected, [&](const GatewayObject* vs) {
+    return SeekKeyOf(*context.services, cursor, *vs) == context.services->end();
+  });
   if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
   return selected;
 }
@@ -190,8 +192,9 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
   bool cors = false;
   const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
+  auto cursor = context.services->begin();
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
-    const ServiceOutput& service = context.services->at(selected[i]->key());
+    const ServiceOutput& service = SeekKeyOf(*context.services, cursor, *selected[i])->second;
     AppendLengthDelimited(2, service.gateway_vhost, &routes_bytes);  // .virtual_hosts
     cors |= service.cors;
   }
