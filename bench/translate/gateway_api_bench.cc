@@ -138,7 +138,8 @@ struct Stages {
 
 // One ApplyIfChanged: everything from the objects to the settled statuses.
 Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& services,
-               ParsedRoutes& routes, gateway_api::ConversionCache& cache, Translator& translator) {
+               ParsedRoutes& routes, gateway_api::ConversionCache& cache, Translator& translator,
+               SnapshotPtr& last) {
   Stages s;
   auto t0 = Clock::now();
   gateway_api::GatewayApiInput api = GatewayApiInputOf(objects, services, &routes);
@@ -152,12 +153,13 @@ Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& s
   auto t3 = Clock::now();
   s.resources = out.resources.size();
   for (const auto& r : out.resources) s.bytes += r->serialized().size();
-  auto snapshot = Snapshot::Build(std::move(out.resources), absl::Now());
+  auto snapshot = Snapshot::Build(std::move(out.resources), absl::Now(), {}, last.get());
   auto t4 = Clock::now();
   if (!snapshot.ok()) {
     std::fprintf(stderr, "snapshot: %s\n", std::string(snapshot.status().message()).c_str());
     std::exit(1);
   }
+  last = *std::move(snapshot);
   gateway_api::GatewayApiStatuses settled = gateway_api::SettleStatuses(conversion, out.statuses);
   auto t5 = Clock::now();
   for (const auto& [key, status] : settled) s.problems += status.problems.size();
@@ -183,7 +185,8 @@ int Run(int routes, int rules, int services, int changes) {
   ParsedRoutes parsed;  // as KubeConfigSource keeps them
   gateway_api::ConversionCache cache;
   Translator translator;
-  const Stages first = Publish(objects, discovered, parsed, cache, translator);
+  SnapshotPtr snapshot;  // held, as the server holds what it serves
+  const Stages first = Publish(objects, discovered, parsed, cache, translator, snapshot);
   const double rss_after = RssMb();
   if (first.problems != 0) {
     std::fprintf(stderr, "%zu problems in the statuses: the input is not what was meant\n",
@@ -195,7 +198,7 @@ int Run(int routes, int rules, int services, int changes) {
   for (int c = 1; c <= changes; ++c) {
     auto route = Object(HttpRoute(c * 7 % routes, rules, services, c));
     objects["httproutes"][route->ns + "/" + route->name] = route;
-    changed.push_back(Publish(objects, discovered, parsed, cache, translator));
+    changed.push_back(Publish(objects, discovered, parsed, cache, translator, snapshot));
   }
   std::sort(changed.begin(), changed.end(),
             [](const Stages& a, const Stages& b) { return a.Total() < b.Total(); });

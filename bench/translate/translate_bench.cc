@@ -118,7 +118,8 @@ int Run(int services, int routes, int upstreams, int changes) {
     auto t0 = std::chrono::steady_clock::now();
     TranslationOutput next = translator.Translate(input);
     auto t1 = std::chrono::steady_clock::now();
-    auto next_snapshot = Snapshot::Build(std::move(next.resources), absl::Now());
+    auto next_snapshot =
+        Snapshot::Build(std::move(next.resources), absl::Now(), {}, current.get());
     if (!next_snapshot.ok()) return 1;
     current = *std::move(next_snapshot);
     next = TranslationOutput();

@@ -41,6 +41,34 @@ bool ContainsNear(const ResourceMap& map, const std::string& name,
   return cursor != map.end();
 }
 
+struct TypeRun {
+  absl::string_view type;  // in the first resource's type_url
+  std::vector<ResourcePtr> resources;
+};
+
+// Resources grouped by type, each group in the order given.
+std::vector<TypeRun> GroupByType(std::vector<ResourcePtr> resources) {
+  std::vector<TypeRun> runs;
+  for (ResourcePtr& resource : resources) {
+    const absl::string_view type = resource->type_url();
+    auto run = std::find_if(runs.begin(), runs.end(),
+                            [&](const TypeRun& known) { return known.type == type; });
+    if (run == runs.end()) run = runs.insert(runs.end(), TypeRun{type, {}});
+    run->resources.push_back(std::move(resource));
+  }
+  return runs;
+}
+
+// Whether `before` holds exactly `resources`, in the same order.
+bool SameResources(const ResourceMap& before, const std::vector<ResourcePtr>& resources) {
+  if (before.size() != resources.size()) return false;
+  auto it = before.begin();
+  for (const ResourcePtr& resource : resources) {
+    if (it++->second != resource) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string VersionOf(const std::vector<ResourcePtr>& resources) {
@@ -50,39 +78,59 @@ std::string VersionOf(const std::vector<ResourcePtr>& resources) {
   return ContentDigest(input);
 }
 
-absl::Status Snapshot::Index(std::vector<ResourcePtr> resources) {
-  size_ = resources.size();
-  // The few types met so far (resources of two types often alternate).
-  std::vector<std::pair<absl::string_view, ResourceMap*>> types;
+absl::StatusOr<Snapshot::OfTypePtr> Snapshot::MakeOfType(absl::string_view type,
+                                                         std::vector<ResourcePtr> resources) {
+  auto made = std::make_shared<OfType>();
+  ResourceMap& map = made->resources;
   for (ResourcePtr& resource : resources) {
-    const absl::string_view type = resource->type_url();  // lives in the map
-    auto known = std::find_if(types.begin(), types.end(),
-                              [&](const auto& entry) { return entry.first == type; });
-    if (known == types.end()) {
-      types.emplace_back(type, &by_type_[std::string(type)]);
-      known = std::prev(types.end());
-    }
-    ResourceMap* of_type = known->second;
-    const std::string& name = resource->name();
-    // The translator emits runs of one type in name order: one comparison
-    // places those at the end.
-    if (of_type->empty() || of_type->rbegin()->first < name) {
-      of_type->emplace_hint(of_type->end(), name, std::move(resource));
-    } else if (!of_type->emplace(name, resource).second) {
+    for (const ResourceRef& ref : resource->references()) made->targets.insert(ref.type_url);
+    const std::string& name = resource->name();  // in the resource, which the map keeps
+    // The translator emits each type in name order: one comparison places
+    // a resource at the end.
+    if (map.empty() || map.rbegin()->first < name) {
+      map.emplace_hint(map.end(), name, std::move(resource));
+    } else if (!map.emplace(name, resource).second) {
       return absl::InvalidArgumentError(absl::StrCat("two resources of type ", TypeNameOf(type),
                                                      " are named \"", name, "\""));
     }
   }
-  return absl::OkStatus();
+  made->version = VersionOfMap(map);
+  return made;
 }
 
-absl::Status Snapshot::CheckReferences() const {
+absl::StatusOr<std::set<std::string>> Snapshot::Index(std::vector<ResourcePtr> resources,
+                                                      const Snapshot* previous) {
+  size_ = resources.size();
+  std::set<std::string> unchanged;
+  for (TypeRun& run : GroupByType(std::move(resources))) {
+    auto before = previous == nullptr ? by_type_.end() : previous->by_type_.find(run.type);
+    if (previous != nullptr && before != previous->by_type_.end() &&
+        SameResources(before->second->resources, run.resources)) {
+      by_type_.emplace(before->first, before->second);
+      unchanged.insert(before->first);
+      continue;
+    }
+    absl::StatusOr<OfTypePtr> made = MakeOfType(run.type, std::move(run.resources));
+    if (!made.ok()) return made.status();
+    by_type_.emplace(std::string(run.type), *std::move(made));
+  }
+  return unchanged;
+}
+
+absl::Status Snapshot::CheckReferences(const std::set<std::string>& unchanged) const {
   std::vector<std::string> dangling;
   for (const auto& [type, of_type] : by_type_) {
+    // The snapshot before was consistent: what refers only among types
+    // that did not change still resolves.
+    if (unchanged.contains(type) &&
+        std::all_of(of_type->targets.begin(), of_type->targets.end(),
+                    [&](const std::string& target) { return unchanged.contains(target); })) {
+      continue;
+    }
     absl::string_view target_type;
     const ResourceMap* targets = nullptr;
     ResourceMap::const_iterator cursor;
-    for (const auto& [name, resource] : of_type) {
+    for (const auto& [name, resource] : of_type->resources) {
       for (const ResourceRef& ref : resource->references()) {
         if (targets == nullptr || ref.type_url != target_type) {
           target_type = ref.type_url;
@@ -102,12 +150,10 @@ absl::Status Snapshot::CheckReferences() const {
       absl::StrCat("inconsistent snapshot: ", absl::StrJoin(dangling, "; ")));
 }
 
-void Snapshot::ComputeVersions() {
+void Snapshot::ComputeVersion() {
   std::string all_versions;
   for (const auto& [type, of_type] : by_type_) {
-    std::string version = VersionOfMap(of_type);
-    absl::StrAppend(&all_versions, type, "\t", version, "\n");
-    type_versions_.emplace_hint(type_versions_.end(), type, std::move(version));
+    absl::StrAppend(&all_versions, type, "\t", of_type->version, "\n");
   }
   // Without policies the version is what it always was: replicas of
   // different releases agree on it.
@@ -118,24 +164,29 @@ void Snapshot::ComputeVersions() {
 }
 
 absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, absl::Time created,
-                                            ConfiguredRollouts rollouts) {
+                                            ConfiguredRollouts rollouts,
+                                            const Snapshot* previous) {
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->created_ = created;
   snapshot->rollouts_ = std::move(rollouts);
-  if (absl::Status indexed = snapshot->Index(std::move(resources)); !indexed.ok()) return indexed;
-  if (absl::Status consistent = snapshot->CheckReferences(); !consistent.ok()) return consistent;
-  snapshot->ComputeVersions();
+  absl::StatusOr<std::set<std::string>> unchanged =
+      snapshot->Index(std::move(resources), previous);
+  if (!unchanged.ok()) return unchanged.status();
+  if (absl::Status consistent = snapshot->CheckReferences(*unchanged); !consistent.ok()) {
+    return consistent;
+  }
+  snapshot->ComputeVersion();
   return snapshot;
 }
 
 const ResourceMap& Snapshot::Resources(absl::string_view type_url) const {
   auto it = by_type_.find(type_url);
-  return it == by_type_.end() ? EmptyMap() : it->second;
+  return it == by_type_.end() ? EmptyMap() : it->second->resources;
 }
 
 std::string Snapshot::TypeVersion(absl::string_view type_url) const {
-  auto it = type_versions_.find(type_url);
-  return it == type_versions_.end() ? VersionOf({}) : it->second;
+  auto it = by_type_.find(type_url);
+  return it == by_type_.end() ? VersionOf({}) : it->second->version;
 }
 
 std::vector<std::string> Snapshot::TypeUrls() const {

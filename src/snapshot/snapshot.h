@@ -2,11 +2,12 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "src/snapshot/resource.h"
 #include "src/snapshot/rollout_policy.h"
@@ -26,9 +27,15 @@ class Snapshot {
   // reference dangles (the error lists every dangling reference). `rollouts`
   // are the configuration's rollout policies, which travel with it (to the
   // rollout controllers, and to disk) and are part of its version.
+  //
+  // `previous`, the snapshot built before (optional), only saves work: a
+  // type whose resources are all the same objects as there is shared with
+  // it, and its references are not looked up again when what they name is
+  // shared too. The result is the same without it.
   static absl::StatusOr<std::shared_ptr<const Snapshot>> Build(std::vector<ResourcePtr> resources,
                                                                absl::Time created,
-                                                               ConfiguredRollouts rollouts = {});
+                                                               ConfiguredRollouts rollouts = {},
+                                                               const Snapshot* previous = nullptr);
 
   const std::string& version() const { return version_; }
   absl::Time created() const { return created_; }
@@ -42,19 +49,30 @@ class Snapshot {
   const ConfiguredRollouts& rollouts() const { return rollouts_; }
 
  private:
+  // The resources of one type, immutable, shared by consecutive snapshots
+  // while none of them changes.
+  struct OfType {
+    ResourceMap resources;
+    std::string version;            // VersionOf its resources
+    std::set<std::string> targets;  // the types its resources refer to
+  };
+  using OfTypePtr = std::shared_ptr<const OfType>;
+
   Snapshot() = default;
-  // Build's steps: resources by type and name (fails on a duplicate name),
-  // the check that no reference dangles, and the versions.
-  absl::Status Index(std::vector<ResourcePtr> resources);
-  absl::Status CheckReferences() const;
-  void ComputeVersions();
+  // Build's steps. Index files the resources by type and name (failing on a
+  // duplicate name) and returns the types shared with `previous`.
+  absl::StatusOr<std::set<std::string>> Index(std::vector<ResourcePtr> resources,
+                                              const Snapshot* previous);
+  static absl::StatusOr<OfTypePtr> MakeOfType(absl::string_view type,
+                                              std::vector<ResourcePtr> resources);
+  absl::Status CheckReferences(const std::set<std::string>& unchanged) const;
+  void ComputeVersion();
 
   std::string version_;
   absl::Time created_;
   size_t size_ = 0;
   ConfiguredRollouts rollouts_;
-  std::map<std::string, ResourceMap, std::less<>> by_type_;
-  std::map<std::string, std::string, std::less<>> type_versions_;
+  std::map<std::string, OfTypePtr, std::less<>> by_type_;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

@@ -47,7 +47,8 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
   }
 
   absl::StatusOr<SnapshotPtr> snapshot =
-      Snapshot::Build(std::move(output.resources), clock_.Now(), std::move(output.rollouts));
+      Snapshot::Build(std::move(output.resources), clock_.Now(), std::move(output.rollouts),
+                      last_built_.get());
   if (!snapshot.ok()) {
     // The translator only emits consistent sets; if it did not, keep serving
     // the last snapshot and say so where operators look, not only in a log.
@@ -64,6 +65,7 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
     return snapshot.status();
   }
 
+  last_built_ = *snapshot;
   int rejected = 0, warned = 0;
   for (const auto& [key, status] : statuses) {
     rejected += status.state == StatusState::kRejected;

@@ -54,6 +54,8 @@ class ConfigPipeline {
   Counter* build_failures_;
   Translator translator_;
   std::string published_version_;
+  // The last snapshot built, which the next one shares unchanged types with.
+  SnapshotPtr last_built_;
 
   mutable absl::Mutex mu_;
   StatusMap statuses_ ABSL_GUARDED_BY(mu_);

@@ -108,6 +108,53 @@ TEST(SnapshotTest, Consistency) {
   }
 }
 
+// Building after a snapshot shares the types whose resources did not
+// change, and gives what a build without it gives: the same version, and the
+// same refusals, also of a reference from a shared type to a changed one.
+TEST(SnapshotTest, BuildingAfterAPreviousSnapshotSharesWhatDidNotChange) {
+  const ResourcePtr listener = ApiListener("l", "r"), cluster = EdsCluster("c");
+  const ResourcePtr endpoints = Endpoints("c", 1), other = EdsCluster("d");
+  auto before = Snapshot::Build(
+      {listener, RouteConfig("r", "c"), cluster, other, endpoints, Endpoints("d", 1)},
+      absl::UnixEpoch());
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  const std::vector<ResourcePtr> route_changed = {
+      listener, RouteConfig("r", "d"), cluster, other, endpoints, Endpoints("d", 1)};
+  auto after = Snapshot::Build(route_changed, absl::UnixEpoch(), {}, before->get());
+  auto alone = Snapshot::Build(route_changed, absl::UnixEpoch());
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ((*after)->version(), (*alone)->version());
+  for (absl::string_view type : {type_url::kListener, type_url::kRouteConfiguration,
+                                 type_url::kCluster, type_url::kClusterLoadAssignment}) {
+    EXPECT_EQ((*after)->TypeVersion(type), (*alone)->TypeVersion(type)) << type;
+  }
+  EXPECT_EQ(&(*after)->Resources(type_url::kCluster), &(*before)->Resources(type_url::kCluster))
+      << "clusters did not change: shared";
+  EXPECT_NE(&(*after)->Resources(type_url::kRouteConfiguration),
+            &(*before)->Resources(type_url::kRouteConfiguration));
+
+  // Clusters are the same objects, but a load assignment they name is gone.
+  auto dangling = Snapshot::Build({listener, RouteConfig("r", "d"), cluster, other, endpoints},
+                                  absl::UnixEpoch(), {}, after->get());
+  ASSERT_FALSE(dangling.ok());
+  EXPECT_NE(dangling.status().message().find("Cluster \"d\" field name names"), std::string::npos)
+      << dangling.status();
+  // The route is gone: the unchanged listener's reference dangles.
+  auto no_route = Snapshot::Build({listener, cluster, other, endpoints, Endpoints("d", 1)},
+                                  absl::UnixEpoch(), {}, after->get());
+  ASSERT_FALSE(no_route.ok());
+  EXPECT_NE(no_route.status().message().find("Listener \"l\""), std::string::npos);
+  // A duplicate in a changed type is still refused.
+  auto duplicate = Snapshot::Build(
+      {listener, RouteConfig("r", "d"), RouteConfig("r", "c"), cluster, other, endpoints,
+       Endpoints("d", 1)},
+      absl::UnixEpoch(), {}, after->get());
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_NE(duplicate.status().message().find("are named \"r\""), std::string::npos);
+}
+
 TEST(SnapshotCacheTest, GroupsFallBackToDefault) {
   SnapshotCache cache("default");
   EXPECT_EQ(cache.Current("g").snapshot, nullptr);
