@@ -59,12 +59,15 @@ std::vector<TypeRun> GroupByType(std::vector<ResourcePtr> resources) {
   return runs;
 }
 
-// Whether `before` holds exactly `resources`, in the same order.
+// Whether `before` holds what `resources` hold, in the same order: the same
+// objects, or objects of the same version (a digest of type, name and
+// bytes: a service translated again makes new objects of equal content).
 bool SameResources(const ResourceMap& before, const std::vector<ResourcePtr>& resources) {
   if (before.size() != resources.size()) return false;
   auto it = before.begin();
   for (const ResourcePtr& resource : resources) {
-    if (it++->second != resource) return false;
+    const ResourcePtr& kept = it++->second;
+    if (kept != resource && kept->version() != resource->version()) return false;
   }
   return true;
 }

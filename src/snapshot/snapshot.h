@@ -29,9 +29,9 @@ class Snapshot {
   // rollout controllers, and to disk) and are part of its version.
   //
   // `previous`, the snapshot built before (optional), only saves work: a
-  // type whose resources are all the same objects as there is shared with
-  // it, and its references are not looked up again when what they name is
-  // shared too. The result is the same without it.
+  // type whose resources all have the same versions as there is shared
+  // with it, and its references are not looked up again when what they
+  // name is shared too. The result is the same without it.
   static absl::StatusOr<std::shared_ptr<const Snapshot>> Build(std::vector<ResourcePtr> resources,
                                                                absl::Time created,
                                                                ConfiguredRollouts rollouts = {},

@@ -132,6 +132,13 @@ TEST(SnapshotTest, BuildingAfterAPreviousSnapshotSharesWhatDidNotChange) {
   }
   EXPECT_EQ(&(*after)->Resources(type_url::kCluster), &(*before)->Resources(type_url::kCluster))
       << "clusters did not change: shared";
+  // Equal content made again (a service translated again) is shared too.
+  auto remade = Snapshot::Build({ApiListener("l", "r"), RouteConfig("r", "d"), EdsCluster("c"),
+                                 other, endpoints, Endpoints("d", 1)},
+                                absl::UnixEpoch(), {}, after->get());
+  ASSERT_TRUE(remade.ok()) << remade.status();
+  EXPECT_EQ((*remade)->version(), (*after)->version());
+  EXPECT_EQ(&(*remade)->Resources(type_url::kListener), &(*after)->Resources(type_url::kListener));
   EXPECT_NE(&(*after)->Resources(type_url::kRouteConfiguration),
             &(*before)->Resources(type_url::kRouteConfiguration));
 
