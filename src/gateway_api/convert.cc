@@ -303,17 +303,18 @@ const DecodedService& ServiceOf(const Port& port, const std::string& host, const
 
 // The port's holdfast Gateway: decoded now, or as before when it lists the
 // same virtual services with the same TLS.
-void EmitGateway(const Port& port, EmittedGateway wanted, const json& tls,
+void EmitGateway(const Port& port, std::vector<std::string> services, const json& tls,
                  ConversionCache& cache, Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
+  EmittedGateway wanted{std::move(services), tls.is_null() ? "" : tls.dump()};
   const std::string name = GatewayName(port.gateway->meta.name, port.port);
   const std::string cache_key = absl::StrCat(ns, "/", name);
   const EmittedGateway* emitted = cache.FindGateway(cache_key, wanted);
   if (emitted == nullptr) {
-    json services = json::array();
-    for (const std::string& service : wanted.services) services.push_back({{"name", service}});
-    json spec = {{"port", port.port}, {"virtualServices", services}};
-    if (services.empty()) {
+    json listed = json::array();
+    for (const std::string& service : wanted.services) listed.push_back({{"name", service}});
+    json spec = {{"port", port.port}, {"virtualServices", listed}};
+    if (listed.empty()) {
       // No route attached yet: the listener serves 404s. A Kubernetes label
       // key cannot contain ':', so this selects nothing.
       spec["virtualServiceSelector"] = {{"labels", {{"gateway-api:none", "none"}}}};
@@ -330,7 +331,7 @@ void EmitGateway(const Port& port, EmittedGateway wanted, const json& tls,
 void EmitPort(const Port& port, const GatewayApiInput& input, ConversionCache& cache,
               Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
-  EmittedGateway gateway;
+  std::vector<std::string> services;
   for (const auto& [host, routes] : port.hosts) {
     std::vector<const PlacedRoute*> sorted;
     for (const PlacedRoute& r : routes) sorted.push_back(&r);
@@ -341,12 +342,11 @@ void EmitPort(const Port& port, const GatewayApiInput& input, ConversionCache& c
     DecodedService fresh;
     const DecodedService& decoded = ServiceOf(port, host, name, sorted, cache, fresh);
     Record({kind::kVirtualService, ns, name}, decoded.object, decoded.errors, sources, out);
-    gateway.services.push_back(std::move(name));
+    services.push_back(std::move(name));
   }
   json tls;  // null: no TLS
   if (!port.tls.empty()) tls = TlsSpec(port, input, cache.decoder(), out);
-  if (!tls.is_null()) gateway.tls = tls.dump();
-  EmitGateway(port, std::move(gateway), tls, cache, out);
+  EmitGateway(port, std::move(services), tls, cache, out);
 }
 
 }  // namespace
