@@ -7,8 +7,11 @@
 namespace holdfast {
 
 void DirectoryFollower::Start(Options options, std::function<void(const Listing&)> on_listing) {
-  if (absl::Status watching = watch_.Start(options.directory, [this] { poller_.Wake(); });
-      !watching.ok()) {
+  auto announce = [this] {
+    writes_announced_ = true;
+    poller_.Wake();
+  };
+  if (absl::Status watching = watch_.Start(options.directory, announce); !watching.ok()) {
     LogInfo("%s; polling %s every %s", watching.message(), options.directory,
             absl::FormatDuration(options.poll_interval));
   } else {
@@ -16,9 +19,9 @@ void DirectoryFollower::Start(Options options, std::function<void(const Listing&
   }
   poller_.StartAdaptive(
       options.poll_interval,
-      [options, on_listing = std::move(on_listing),
+      [this, options, on_listing = std::move(on_listing),
        scanner = ConfirmedScanner(options.directory, options.extensions)]() mutable {
-        if (auto listing = scanner.Poll()) on_listing(*listing);
+        if (auto listing = scanner.Poll(writes_announced_.exchange(false))) on_listing(*listing);
         return scanner.confirm_soon() ? options.confirm_delay : options.poll_interval;
       });
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <string>
@@ -47,6 +48,9 @@ class DirectoryFollower {
  private:
   Poller poller_;
   DirectoryWatch watch_;  // wakes poller_
+  // Set by the watch when it wakes poller_: the next listing may skip its
+  // confirmation (ConfirmedScanner::Poll).
+  std::atomic<bool> writes_announced_ = false;
 };
 
 }  // namespace holdfast

@@ -86,6 +86,12 @@ class TreeWalk {
   DirectoryListing listing_;
 };
 
+bool SameNames(const DirectoryListing& a, const DirectoryListing& b) {
+  return a.unreadable == b.unreadable &&
+         std::equal(a.files.begin(), a.files.end(), b.files.begin(), b.files.end(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+
 }  // namespace
 
 absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
@@ -103,7 +109,7 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
   return walk.Take();
 }
 
-std::optional<DirectoryListing> ConfirmedScanner::Poll() {
+std::optional<DirectoryListing> ConfirmedScanner::Poll(bool writes_announced) {
   absl::StatusOr<DirectoryListing> scan = ScanDirectory(directory_, extensions_);
   if (!scan.ok()) {
     if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
@@ -115,18 +121,17 @@ std::optional<DirectoryListing> ConfirmedScanner::Poll() {
   if (!healthy_) LogInfo("directory %s readable again", directory_);
   healthy_ = true;
   bool confirmed = previous_.has_value() && *scan == *previous_;
+  if (!confirmed && writes_announced && handed_over_.has_value()) {
+    confirmed = SameNames(*scan, *handed_over_);
+  }
   if (!confirmed && previous_.has_value() && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
-    // Still changing: settle for the same names.
-    const auto& now = scan->files;
-    const auto& before = previous_->files;
-    confirmed = scan->unreadable == previous_->unreadable &&
-                std::equal(now.begin(), now.end(), before.begin(), before.end(),
-                           [](const auto& a, const auto& b) { return a.first == b.first; });
+    confirmed = SameNames(*scan, *previous_);  // still changing: settle for the same names
   }
   confirm_soon_ = !confirmed && unconfirmed_polls_ <= 1;
   previous_ = *std::move(scan);
   if (!confirmed) return std::nullopt;
   unconfirmed_polls_ = 0;
+  handed_over_ = previous_;
   return previous_;
 }
 

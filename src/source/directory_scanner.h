@@ -52,6 +52,14 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
 // whose file *names* the previous one confirms is handed over anyway: names
 // are what a listing torn by renames gets wrong; contents are read per file.
 //
+// A poll made because writes were announced (an inotify watch saw writers
+// close their files, then the directory stay quiet for 20 ms) hands over a
+// listing with the same names as the last one handed over without a second
+// look: a listing torn by renames differs in names, and contents are read
+// per file. An edit of existing files is so served one confirmation (20 ms
+// and a listing) sooner; a file added or removed still waits for it, and so
+// does whatever a timed poll finds (a writer may still be at work).
+//
 // Logs when the directory becomes unreadable and readable again. Not
 // thread-safe: one poller calls it.
 class ConfirmedScanner {
@@ -64,10 +72,11 @@ class ConfirmedScanner {
         extensions_(std::move(extensions)),
         max_unconfirmed_polls_(max_unconfirmed_polls) {}
 
-  // A listing equal to the previous call's; or, after max_unconfirmed_polls
-  // calls without one, a listing with the same names (and the same
-  // unreadable directories) as the previous call's; else nullopt.
-  std::optional<DirectoryListing> Poll();
+  // A listing equal to the previous call's; or, when `writes_announced`, one
+  // with the same names (and the same unreadable directories) as the last
+  // listing handed over; or, after max_unconfirmed_polls calls without
+  // either, one with the same names as the previous call's; else nullopt.
+  std::optional<DirectoryListing> Poll(bool writes_announced = false);
 
   // True when the last Poll() saw a new listing after a settled one (or a
   // first listing): its confirmation should be sought soon, so that a
@@ -85,6 +94,7 @@ class ConfirmedScanner {
   int unconfirmed_polls_ = 0;
   bool confirm_soon_ = false;
   std::optional<DirectoryListing> previous_;
+  std::optional<DirectoryListing> handed_over_;
 };
 
 // The largest config file read. Decoding takes up to ~100 times a file's

@@ -291,6 +291,43 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
   }
 }
 
+// A poll the watch asked for hands over an edit of files already handed over
+// at once; a file added or removed, or what a timed poll finds, still waits
+// for a second listing.
+TEST(ConfirmedScannerTest, AnnouncedEditsOfKnownFilesNeedNoConfirmation) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "announced";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  int writes = 0;
+  auto write = [&](const std::string& name) {
+    std::ofstream(dir / name) << std::string(++writes, 'x');  // a new size every time
+  };
+  write("a.yaml");
+  ConfirmedScanner scanner(dir.string(), {".yaml"});
+  EXPECT_FALSE(scanner.Poll(/*writes_announced=*/true).has_value())
+      << "nothing handed over yet: a first listing waits for confirmation";
+  ASSERT_TRUE(scanner.Poll().has_value());
+
+  write("a.yaml");
+  auto edited = scanner.Poll(/*writes_announced=*/true);
+  ASSERT_TRUE(edited.has_value()) << "an announced edit of a known file";
+  EXPECT_EQ(edited->files.begin()->second.size, writes);
+
+  write("a.yaml");
+  EXPECT_FALSE(scanner.Poll().has_value()) << "a timed poll still confirms";
+  ASSERT_TRUE(scanner.Poll().has_value());
+
+  write("b.yaml");
+  EXPECT_FALSE(scanner.Poll(/*writes_announced=*/true).has_value()) << "a new name";
+  auto added = scanner.Poll(/*writes_announced=*/true);
+  ASSERT_TRUE(added.has_value()) << "confirmed by the second listing";
+  EXPECT_EQ(added->files.size(), 2u);
+
+  std::filesystem::remove(dir / "b.yaml");
+  write("a.yaml");
+  EXPECT_FALSE(scanner.Poll(/*writes_announced=*/true).has_value()) << "a name gone";
+}
+
 // The watch reports files written, also in a directory made after it
 // started; the wait is for the event, bounded only so a broken watch fails.
 TEST(DirectoryWatchTest, ReportsChangesInNewSubdirectories) {
