@@ -38,7 +38,7 @@ class TreeWalk {
     fs::directory_iterator it(dir, ec);
     if (ec) return Unreadable(dir, ec.value());
     for (; it != fs::directory_iterator(); it.increment(ec)) {
-      Visit(it->path());
+      Visit(*it);
     }
     // A failed increment ends the loop as if the listing were complete.
     if (ec) return Unreadable(dir, ec.value());
@@ -53,11 +53,14 @@ class TreeWalk {
     return false;
   }
 
-  void Visit(const fs::path& path) {
+  void Visit(const fs::directory_entry& entry) {
+    const fs::path& path = entry.path();
     const std::string name = path.filename().string();
     if (name.empty() || name[0] == '.') return;
     std::error_code ec;
-    if (fs::is_symlink(path, ec)) {
+    // The entry's type comes with the listing (d_type), so only links cost
+    // a look of their own; every entry is stat()ed below anyway.
+    if (entry.is_symlink(ec)) {
       fs::path target = fs::canonical(path, ec);
       if (ec) return;  // dangling: like a file that is not there
       if (!IsUnder(target, root_)) {
