@@ -5,6 +5,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "src/model/yaml_load.h"
 #include "src/snapshot/resource.h"
+#include "src/source/json_resource_document.h"
 #include "src/source/yaml_json.h"
 
 namespace holdfast {
@@ -14,14 +15,10 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-void ParseOne(const YAML::Node& node, int64_t* expansion_budget, ParsedFile* out) {
-  const int line = node.Mark().line + 1;
-  absl::StatusOr<nlohmann::json> converted = YamlToJson(node, /*max_depth=*/64, expansion_budget);
-  if (!converted.ok()) {
-    out->problems.push_back({line, "", "", std::string(converted.status().message())});
-    return;
-  }
-  nlohmann::json& json = *converted;
+// Deeper than this, a resource is refused (YamlToJson says so).
+constexpr int kMaxDepth = 64;
+
+void ParseOne(nlohmann::json json, int line, ParsedFile* out) {
   if (!json.is_object()) {
     out->problems.push_back({line, "", "", "a resource must be a map with an \"@type\""});
     return;
@@ -66,6 +63,36 @@ void ParseOne(const YAML::Node& node, int64_t* expansion_budget, ParsedFile* out
   out->resources.push_back({type_url, std::move(name), line, std::move(message)});
 }
 
+void ParseOne(const YAML::Node& node, int64_t* expansion_budget, ParsedFile* out) {
+  const int line = node.Mark().line + 1;
+  absl::StatusOr<nlohmann::json> converted = YamlToJson(node, kMaxDepth, expansion_budget);
+  if (!converted.ok()) {
+    out->problems.push_back({line, "", "", std::string(converted.status().message())});
+    return;
+  }
+  ParseOne(*std::move(converted), line, out);
+}
+
+// The same steps as the YAML path below, over a document read as JSON.
+ParsedFile ParseJsonDocument(JsonResourceDocument document) {
+  ParsedFile out;
+  nlohmann::json& root = document.root;
+  auto resources = root.find("resources");
+  if (resources == root.end() || root.contains("@type")) {
+    ParseOne(std::move(root), document.root_line, &out);
+    return out;
+  }
+  if (!resources->is_array()) {
+    out.problems.push_back(
+        {document.resources_line, "", "", "resources: expected a list of resources"});
+    return out;
+  }
+  for (size_t i = 0; i < resources->size(); ++i) {
+    ParseOne(std::move((*resources)[i]), document.resource_lines[i], &out);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ResourceNameOf(const Message& message) {
@@ -82,6 +109,15 @@ std::string ResourceNameOf(const Message& message) {
 }
 
 ParsedFile ParseEnvoyResources(const std::string& contents) {
+  // A margin below kMaxDepth: a file near the limit gets the YAML path's
+  // messages, which count depth from each resource.
+  if (auto json = ReadJsonResourceDocument(contents, kMaxDepth - 4)) {
+    return ParseJsonDocument(*std::move(json));
+  }
+  return ParseEnvoyResourcesAsYaml(contents);
+}
+
+ParsedFile ParseEnvoyResourcesAsYaml(const std::string& contents) {
   ParsedFile out;
   std::vector<YAML::Node> documents;
   try {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -9,6 +10,7 @@
 #include "src/source/directory_scanner.h"
 #include "src/source/directory_watch.h"
 #include "src/source/envoy_file_parser.h"
+#include "src/source/json_resource_document.h"
 #include "src/translate/envoy_validation.h"
 
 namespace holdfast {
@@ -76,6 +78,78 @@ TEST(EnvoyFileParserTest, Formats) {
           << c.label << ": " << parsed.problems[0].message;
       if (c.line) EXPECT_EQ(parsed.problems[0].line, c.line) << c.label;
     }
+  }
+}
+
+void ExpectSameParse(const ParsedFile& json, const ParsedFile& yaml, const std::string& label) {
+  EXPECT_EQ(json.unreadable, yaml.unreadable) << label;
+  ASSERT_EQ(json.resources.size(), yaml.resources.size()) << label;
+  for (size_t i = 0; i < json.resources.size(); ++i) {
+    const ParsedResource& a = json.resources[i];
+    const ParsedResource& b = yaml.resources[i];
+    EXPECT_EQ(std::tie(a.type_url, a.name, a.line), std::tie(b.type_url, b.name, b.line)) << label;
+    EXPECT_EQ(a.message->SerializeAsString(), b.message->SerializeAsString()) << label;
+  }
+  ASSERT_EQ(json.problems.size(), yaml.problems.size()) << label;
+  for (size_t i = 0; i < json.problems.size(); ++i) {
+    const FileProblem& a = json.problems[i];
+    const FileProblem& b = yaml.problems[i];
+    EXPECT_EQ(std::tie(a.line, a.type_url, a.name, a.message),
+              std::tie(b.line, b.type_url, b.name, b.message))
+        << label;
+  }
+}
+
+// A JSON object takes the JSON reader; what it yields, lines and messages
+// included, is what the YAML reader yields for the same text.
+TEST(EnvoyFileParserTest, JsonFilesParseAsTheYamlPathParsesThem) {
+  const std::string cluster = R"("@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster")";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"list over lines, one bad",
+       absl::StrCat("\n{\"version_info\": \"7\",\n \"resources\": [\n  {", cluster,
+                    ", \"name\": \"a\",\n   \"connect_timeout\": \"1.5s\"},\n\n  {", cluster,
+                    ",\n   \"name\": \"b\", \"colour\": \"red\"},\n  {", cluster,
+                    ", \"name\": \"c\\u00e9\\n\", \"per_connection_buffer_limit_bytes\": 7}]}\n")},
+      {"bare resource", absl::StrCat("\n\n  {", cluster, ",\n \"name\": \"x\",\n \"type\": 3}")},
+      {"resources not a list", "{\"version_info\": \"1\",\n\n \"resources\": null}"},
+      {"resources a number", "{\"version_info\": \"1\",\n \"resources\": 12\n}"},
+      {"integer beyond 64 bits",
+       absl::StrCat("{", cluster,
+                    ", \"name\": \"big\",\n"
+                    "\"per_connection_buffer_limit_bytes\": 123456789012345678901234567890}")},
+      {"negative and fractional numbers",
+       absl::StrCat("{", cluster, ", \"name\": \"n\", \"per_connection_buffer_limit_bytes\": -1,",
+                    " \"lb_subset_config\": {\"fallback_policy\": 1.0}}")},
+      {"duplicate keys in a resource, the last wins",
+       absl::StrCat("{\"resources\": [{", cluster,
+                    ", \"name\": \"1st\", \"name\": \"2nd\"}]}")},
+      {"type and resources", absl::StrCat("{", cluster, ", \"name\": \"t\", \"resources\": []}")},
+      {"not a resource inside", "{\"resources\": [[1, 2],\n \"text\", {\"@type\": 5}]}"},
+      {"unknown type", "{\"@type\": \"type.googleapis.com/nope.Nope\", \"name\": \"x\"}"},
+      {"nested deep",
+       absl::StrCat("{", cluster, ", \"name\": \"d\", \"metadata\": {\"filter_metadata\": {\"a\": ",
+                    std::string(40, '['), std::string(40, ']'), "}}}")},
+  };
+  for (const auto& [label, text] : cases) {
+    ASSERT_TRUE(ReadJsonResourceDocument(text, 60).has_value()) << label << ": not read as JSON";
+    ExpectSameParse(ParseEnvoyResources(text), ParseEnvoyResourcesAsYaml(text), label);
+  }
+  ParsedFile list = ParseEnvoyResources(cases[0].second);
+  ASSERT_EQ(list.resources.size(), 2u);
+  EXPECT_EQ(list.resources[0].line, 4);
+  EXPECT_EQ(list.resources[1].line, 9);
+  ASSERT_EQ(list.problems.size(), 1u);
+  EXPECT_EQ(list.problems[0].line, 7);
+
+  // Not one JSON object: the YAML reader's result, whatever the JSON reader
+  // would have made of it.
+  for (const std::string& text : {std::string("[{\"name\": \"x\"}]"), std::string("name: x\n"),
+                                  std::string("{\"name\": \"\xff\"}"), std::string("{a: 1}"),
+                                  absl::StrCat(std::string(100, '['), std::string(100, ']')),
+                                  std::string("{\"n\": 1e400}"),
+                                  // yaml-cpp's lookup finds the first, its iteration the last
+                                  std::string("{\"resources\": [], \"resources\": 1}")}) {
+    EXPECT_FALSE(ReadJsonResourceDocument(text, 60).has_value()) << text;
   }
 }
 
