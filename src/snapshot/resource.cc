@@ -13,7 +13,6 @@
 #include "src/common/protowire.h"
 
 namespace holdfast {
-namespace {
 
 std::string SerializeDeterministic(const google::protobuf::Message& message) {
   std::string out;
@@ -24,8 +23,6 @@ std::string SerializeDeterministic(const google::protobuf::Message& message) {
   coded.Trim();
   return out;
 }
-
-}  // namespace
 
 std::string ContentDigest(absl::string_view bytes) { return ContentDigest({bytes}); }
 
@@ -58,11 +55,13 @@ std::shared_ptr<const Resource> Resource::FromMessage(std::string name,
 }
 
 std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::string type_url,
-                                                    std::string serialized) {
+                                                    std::string serialized, std::string version) {
   auto resource = std::shared_ptr<Resource>(new Resource());
   resource->name_ = std::move(name);
   resource->type_url_ = std::move(type_url);
   resource->serialized_ = std::move(serialized);
+  resource->version_given_ = !version.empty();
+  resource->version_ = std::move(version);
   resource->Encode();
   return resource;
 }
@@ -84,7 +83,7 @@ const google::protobuf::Message* Resource::message() const {
 void Resource::Encode() {
   // Name and type are part of the version: renaming a resource is a change.
   // Digested in parts: a gateway's route configuration can be tens of MB.
-  version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
+  if (!version_given_) version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
 
   // google.protobuf.Any{type_url = 1, value = 2}, up to the value's bytes.
   const size_t any_size =

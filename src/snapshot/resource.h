@@ -49,12 +49,19 @@ class Resource {
   static std::shared_ptr<const Resource> FromMessage(std::string name,
                                                      const google::protobuf::Message& message);
   // Builds an opaque resource from already serialized bytes of any type.
+  // With `version`, versioned by it rather than by a digest of the bytes:
+  // for a resource assembled from parts whose digests are known (a
+  // gateway's route configuration), and one read back from a snapshot file.
   static std::shared_ptr<const Resource> FromBytes(std::string name, std::string type_url,
-                                                   std::string serialized);
+                                                   std::string serialized,
+                                                   std::string version = "");
 
   const std::string& name() const { return name_; }
   const std::string& type_url() const { return type_url_; }
   const std::string& version() const { return version_; }
+  // False when the version was given (FromBytes): it cannot be derived
+  // from the bytes again, so a snapshot file stores it.
+  bool version_is_content_digest() const { return !version_given_; }
   // The serialized message (the value of its Any).
   const std::string& serialized() const { return serialized_; }
   // Appends the `resources` entry of a DiscoveryResponse (tag, length,
@@ -78,6 +85,7 @@ class Resource {
   std::string name_;
   std::string type_url_;
   std::string version_;
+  bool version_given_ = false;
   std::string serialized_;
   // What comes before and after serialized_ in each wire form.
   std::string sotw_head_;
@@ -92,6 +100,10 @@ class Resource {
 using ResourcePtr = std::shared_ptr<const Resource>;
 // Resources of one type by name. Sorted, so iteration is deterministic.
 using ResourceMap = std::map<std::string, ResourcePtr, std::less<>>;
+
+// The serialization whose bytes are the same for the same content (map
+// entries in key order), which versions digest.
+std::string SerializeDeterministic(const google::protobuf::Message& message);
 
 // Hex digest (16 chars) used for resource and type versions.
 std::string ContentDigest(absl::string_view bytes);

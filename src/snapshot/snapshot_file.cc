@@ -21,10 +21,13 @@ namespace {
 constexpr char kMagic[] = "HFSNAP01";
 constexpr size_t kMagicSize = 8;
 // Version 2 adds the configuration's rollout policies after the resources;
-// it is written only for a snapshot that has some, so a release that reads
-// version 1 only still reads every other file.
+// version 3 also each resource's version, after its name, and always the
+// policies (empty when none). Each is written only for a snapshot that
+// needs it (some policies; some version not derived from the bytes), so an
+// older release still reads every file it could read before.
 constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kFormatWithRollouts = 2;
+constexpr uint32_t kFormatWithVersions = 3;
 constexpr size_t kHeaderSize = kMagicSize + 4 + 8 + SHA256_DIGEST_LENGTH;
 
 template <typename T>
@@ -129,9 +132,19 @@ absl::Status WriteAllAndSync(const std::string& path, const std::string& bytes,
   return absl::OkStatus();
 }
 
+uint32_t FormatFor(const Snapshot& snapshot) {
+  for (const std::string& type_url : snapshot.TypeUrls()) {
+    for (const auto& [name, resource] : snapshot.Resources(type_url)) {
+      if (!resource->version_is_content_digest()) return kFormatWithVersions;
+    }
+  }
+  return snapshot.rollouts().empty() ? kFormatVersion : kFormatWithRollouts;
+}
+
 }  // namespace
 
 absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path) {
+  const uint32_t format = FormatFor(snapshot);
   std::string payload;
   PutInt<uint64_t>(payload, static_cast<uint64_t>(absl::ToUnixMicros(snapshot.created())));
   PutInt<uint32_t>(payload, static_cast<uint32_t>(snapshot.size()));
@@ -139,13 +152,13 @@ absl::Status WriteSnapshotFile(const Snapshot& snapshot, const std::string& path
     for (const auto& [name, resource] : snapshot.Resources(type_url)) {
       PutBytes<uint32_t>(payload, type_url);
       PutBytes<uint32_t>(payload, name);
+      if (format == kFormatWithVersions) PutBytes<uint32_t>(payload, resource->version());
       PutBytes<uint64_t>(payload, resource->serialized());
     }
   }
-  const bool with_rollouts = !snapshot.rollouts().empty();
-  if (with_rollouts) PutBytes<uint32_t>(payload, EncodeRollouts(snapshot.rollouts()));
+  if (format != kFormatVersion) PutBytes<uint32_t>(payload, EncodeRollouts(snapshot.rollouts()));
   std::string file(kMagic, kMagicSize);
-  PutInt<uint32_t>(file, with_rollouts ? kFormatWithRollouts : kFormatVersion);
+  PutInt<uint32_t>(file, format);
   PutInt<uint64_t>(file, payload.size());
   file.append(Sha256(payload));
   file.append(payload);
@@ -191,9 +204,9 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
   uint64_t size = 0;
   header.Int(&version);
   header.Int(&size);
-  if (version != kFormatVersion && version != kFormatWithRollouts) {
-    return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion, " or ",
-                                kFormatWithRollouts));
+  if (version < kFormatVersion || version > kFormatWithVersions) {
+    return corrupt(absl::StrCat("format version ", version, ", expected ", kFormatVersion, " to ",
+                                kFormatWithVersions));
   }
   if (file.size() - kHeaderSize != size) {
     return corrupt(
@@ -209,16 +222,20 @@ absl::StatusOr<SnapshotPtr> DecodeSnapshotFile(absl::string_view file, const std
   if (!reader.Int(&created_micros) || !reader.Int(&count)) return corrupt("short payload");
   std::vector<ResourcePtr> resources;
   for (uint32_t i = 0; i < count; ++i) {
-    std::string type_url, name, serialized;
+    std::string type_url, name, resource_version, serialized;
     if (!reader.Bytes<uint32_t>(&type_url) || !reader.Bytes<uint32_t>(&name) ||
+        (version == kFormatWithVersions && !reader.Bytes<uint32_t>(&resource_version)) ||
         !reader.Bytes<uint64_t>(&serialized)) {
       return corrupt(absl::StrCat("resource ", i, " of ", count, " is cut short"));
     }
-    resources.push_back(
-        Resource::FromBytes(std::move(name), std::move(type_url), std::move(serialized)));
+    if (version == kFormatWithVersions && resource_version.empty()) {
+      return corrupt(absl::StrCat("resource ", i, " of ", count, " has no version"));
+    }
+    resources.push_back(Resource::FromBytes(std::move(name), std::move(type_url),
+                                            std::move(serialized), std::move(resource_version)));
   }
   ConfiguredRollouts rollouts;
-  if (version == kFormatWithRollouts) {
+  if (version != kFormatVersion) {
     std::string text;
     if (!reader.Bytes<uint32_t>(&text)) return corrupt("rollout policies are cut short");
     absl::StatusOr<ConfiguredRollouts> decoded = DecodeRollouts(text);

@@ -15,6 +15,9 @@ namespace holdfast {
 //   the payload | payload
 //   payload: u64 created (unix µs) | u32 count | count × (u32 size + type
 //   URL, u32 size + name, u64 size + serialized message)
+// Version 2 appends u32 size + rollout policies (JSON); version 3 also puts
+// u32 size + version after each name, for resources whose version is not
+// a digest of their bytes. Each is written only when needed.
 // A file is written beside its destination, flushed to disk (fsync) and
 // renamed over it, then the directory is synced: a crash at any point
 // leaves either the old file or the new one, never a mix. Reading checks

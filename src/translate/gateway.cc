@@ -190,12 +190,14 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   const std::string routes_name = names::GatewayRoutes(gateway.key());
   std::string routes_bytes;
   AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
+  std::string host_digests;  // in the order of their hosts
   bool cors = false;
   const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
   auto cursor = context.services->begin();
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
     const ServiceOutput& service = SeekKeyOf(*context.services, cursor, *selected[i])->second;
     AppendLengthDelimited(2, service.gateway_vhost, &routes_bytes);  // .virtual_hosts
+    host_digests += service.gateway_vhost_digest;
     cors |= service.cors;
   }
 
@@ -212,11 +214,14 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
     return FieldError{
         "spec", absl::StrCat("Envoy would refuse its listener: ", valid.message()), {}};
   }
-  // Versioned by the digest of all its bytes (about 9 ms for 15 MB), not of
-  // its hosts' digests: the snapshot file re-derives versions from bytes, and
-  // a restarted replica must offer proxies the versions they already hold.
-  out->resources.push_back(Resource::FromBytes(
-      routes_name, std::string(type_url::kRouteConfiguration), std::move(routes_bytes)));
+  // Versioned by its hosts' digests, each made once per change of its
+  // service, not by a digest of all its bytes (about 9 ms for 15 MB). The
+  // bytes are the name and the hosts in this order, so equal content still
+  // means an equal version on every replica; snapshot files store it.
+  const std::string type(type_url::kRouteConfiguration);
+  std::string version = ContentDigest({type, "\n", routes_name, "\n", host_digests});
+  out->resources.push_back(
+      Resource::FromBytes(routes_name, type, std::move(routes_bytes), std::move(version)));
   out->resources.push_back(Resource::FromMessage(listener.name(), listener));
   return std::nullopt;
 }

@@ -85,7 +85,8 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
   for (const auto& [key, status] : scratch) {
     for (const FieldError& reason : status.reasons) out.warnings.push_back({key, reason});
   }
-  hosts.for_gateway.SerializeToString(&out.gateway_vhost);
+  out.gateway_vhost = SerializeDeterministic(hosts.for_gateway);
+  out.gateway_vhost_digest = ContentDigest(out.gateway_vhost);
 
   route_v3::RouteConfiguration grpc_routes;
   grpc_routes.set_name(names::GrpcRoutes(vs.key()));

@@ -19,7 +19,8 @@ namespace holdfast {
 struct ServiceOutput {
   std::string digest;
   std::string epoch;
-  std::string gateway_vhost;  // encoded VirtualHost for gateway route configs
+  std::string gateway_vhost;         // encoded VirtualHost for gateway route configs
+  std::string gateway_vhost_digest;  // ContentDigest(gateway_vhost), for their versions
   bool cors = false;
   bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
   std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse

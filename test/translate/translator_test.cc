@@ -381,6 +381,38 @@ TEST(TranslatorTest, ASnapshotReadBackFromItsFileKeepsTheTranslationsVersions) {
   }
 }
 
+// A gateway's route configuration is versioned by its hosts' digests, not
+// by all its bytes: the version still follows its content, host by host,
+// whether translated afresh or after another translation.
+TEST(TranslatorTest, GatewayRoutesVersionFollowsItsHosts) {
+  auto routes_version = [](Translator& translator, const std::string& yaml) {
+    TranslationOutput out = translator.Translate(Load(yaml));
+    const Resource* routes = Find(out, type_url::kRouteConfiguration, "gateway/ns/gw");
+    return routes == nullptr ? std::string() : routes->version();
+  };
+  Translator warm;
+  const std::string base = routes_version(warm, kBase);
+  ASSERT_FALSE(base.empty());
+  EXPECT_EQ(routes_version(warm, kBase), base);
+  Translator fresh;
+  EXPECT_EQ(routes_version(fresh, kBase), base) << "the same on every replica";
+
+  std::string changed = kBase;
+  changed.replace(changed.find("exact: b}"), 9, "exact: c}");
+  const std::string one_host = routes_version(warm, changed);
+  EXPECT_NE(one_host, base) << "a route of one host changed";
+  Translator fresh_changed;
+  EXPECT_EQ(routes_version(fresh_changed, changed), one_host);
+
+  const std::string second = absl::StrCat(
+      kBase, "---\napiVersion: holdfast.dev/v1\nkind: VirtualService\n",
+      "metadata: {name: vs2, namespace: ns, labels: {public: \"yes\"}}\n",
+      "spec: {domains: [two.test], routes: [{match: {prefix: /}, upstream: a}]}\n");
+  const std::string two_hosts = routes_version(warm, second);
+  EXPECT_NE(two_hosts, base) << "a host added";
+  EXPECT_EQ(routes_version(warm, kBase), base) << "and taken away again";
+}
+
 TEST(TranslatorTest, RejectedObjectKeepsItsLastAcceptedVersion) {
   Translator translator;
   TranslationOutput good = translator.Translate(Load(kBase));

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "envoy/config/route/v3/route.pb.h"
 #include "gtest/gtest.h"
 #include "src/snapshot/last_known_good.h"
 #include "test/unit/test_resources.h"
@@ -71,6 +72,38 @@ TEST_F(SnapshotFileTest, RoundTripKeepsRolloutPoliciesAndWritesTheFirstFormatWit
   EXPECT_EQ((*read)->rollouts(), rollouts);
   EXPECT_EQ((*read)->version(), original->version());
   EXPECT_NE((*read)->version(), plain->version());
+}
+
+// A version given to a resource (a gateway's route configuration is
+// versioned by its hosts' digests) cannot be derived from its bytes again:
+// the file stores it (format 3), and only then.
+TEST_F(SnapshotFileTest, RoundTripKeepsGivenVersionsInTheThirdFormat) {
+  SnapshotPtr plain = Chain("a", 8081);
+  std::vector<ResourcePtr> resources;
+  for (const std::string& type_url : plain->TypeUrls()) {
+    for (const auto& [name, resource] : plain->Resources(type_url)) resources.push_back(resource);
+  }
+  envoy::config::route::v3::RouteConfiguration routes;
+  routes.set_name("given");
+  routes.add_virtual_hosts()->set_name("host");
+  const ResourcePtr given =
+      Resource::FromBytes("given", std::string(type_url::kRouteConfiguration),
+                          SerializeDeterministic(routes), "0123456789abcdef");
+  resources.push_back(given);
+  SnapshotPtr original = *Snapshot::Build(resources, plain->created());
+  ASSERT_TRUE(WriteSnapshotFile(*original, path_).ok());
+  const std::string file = ReadAll();
+  EXPECT_EQ(file.substr(8, 4), std::string("\x03\0\0\0", 4));
+  absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)->version(), original->version());
+  const ResourcePtr back = (*read)->Resources(type_url::kRouteConfiguration).at("given");
+  EXPECT_EQ(back->version(), "0123456789abcdef");
+  EXPECT_EQ(back->serialized(), given->serialized());
+  EXPECT_FALSE(back->version_is_content_digest()) << "written again as given";
+  for (const auto& [name, resource] : (*read)->Resources(type_url::kCluster)) {
+    EXPECT_EQ(resource->version(), original->Resources(type_url::kCluster).at(name)->version());
+  }
 }
 
 TEST_F(SnapshotFileTest, EveryDamageIsDetected) {
