@@ -152,6 +152,9 @@ class DocumentBuilder {
 
 std::optional<JsonResourceDocument> ReadJsonResourceDocument(std::string_view text,
                                                              int max_depth) {
+  // nlohmann's lexer takes a NUL byte for the end of the text, where YAML
+  // reads on.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
   const char* read_to = text.data();
   DocumentBuilder builder(text.data(), &read_to, max_depth);
   TrackedChars begin(text.data(), &read_to);

@@ -21,7 +21,8 @@ struct JsonResourceDocument {
 // Reads `text` as one JSON object, typed as the YAML reader would type it
 // (integers beyond 64 bits keep their digits as a string), nested at most
 // `max_depth` levels. nullopt for anything else: not JSON, another kind of
-// value, too deep, a number that is not finite, or a key of the document
+// value, a NUL byte anywhere (nlohmann's lexer stops there), too deep, a
+// number that is not finite, or a key of the document
 // given twice (yaml-cpp's lookup would find the first, its iteration the
 // last). The caller then reads
 // the text as YAML, which covers JSON, so that whatever this reader turns
