@@ -148,13 +148,23 @@ class DocumentBuilder {
   const Json* resources_ = nullptr;
 };
 
+bool HasBareCarriageReturn(std::string_view text) {
+  for (size_t at = text.find('\r'); at != std::string_view::npos; at = text.find('\r', at + 1)) {
+    if (at + 1 == text.size() || text[at + 1] != '\n') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<JsonResourceDocument> ReadJsonResourceDocument(std::string_view text,
                                                              int max_depth) {
   // nlohmann's lexer takes a NUL byte for the end of the text, where YAML
-  // reads on.
-  if (text.find('\0') != std::string_view::npos) return std::nullopt;
+  // reads on; yaml-cpp reads a value after a bare carriage return (one not
+  // followed by a line feed) otherwise than JSON does.
+  if (text.find('\0') != std::string_view::npos || HasBareCarriageReturn(text)) {
+    return std::nullopt;
+  }
   const char* read_to = text.data();
   DocumentBuilder builder(text.data(), &read_to, max_depth);
   TrackedChars begin(text.data(), &read_to);

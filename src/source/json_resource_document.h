@@ -20,16 +20,17 @@ struct JsonResourceDocument {
 
 // Reads `text` as one JSON object, typed as the YAML reader would type it
 // (integers beyond 64 bits keep their digits as a string), nested at most
-// `max_depth` levels. nullopt for anything else: not JSON, another kind of
-// value, a NUL byte anywhere (nlohmann's lexer stops there), too deep, a
-// number that is not finite, or a key of the document
-// given twice (yaml-cpp's lookup would find the first, its iteration the
-// last). The caller then reads
-// the text as YAML, which covers JSON, so that whatever this reader turns
-// down gets the YAML reader's result and messages.
+// `max_depth` levels. nullopt for anything else, and where yaml-cpp would
+// read the same text otherwise: not JSON, another kind of value, a NUL byte
+// (nlohmann's lexer stops there), a carriage return without a line feed
+// after it, too deep, a number that is not finite, a key of the document
+// given twice (yaml-cpp's lookup finds the first, its iteration the last).
+// The caller then reads the text as YAML, which covers JSON, so whatever
+// this reader turns down gets the YAML reader's result and messages.
 //
-// Why a second reader: a JSON file, the format tools write, reads ~10x
-// faster here than through yaml-cpp (endpoint files rewritten every 100 ms).
+// Why a second reader: yaml-cpp reads each file twice (a guard pass, then
+// the nodes) and slowly; endpoint files rewritten every 100 ms made it the
+// largest cost of endpoint churn.
 std::optional<JsonResourceDocument> ReadJsonResourceDocument(std::string_view text,
                                                              int max_depth);
 

@@ -148,6 +148,7 @@ TEST(EnvoyFileParserTest, JsonFilesParseAsTheYamlPathParsesThem) {
                                   absl::StrCat(std::string(100, '['), std::string(100, ']')),
                                   std::string("{\"n\": 1e400}"),
                                   std::string("{\"name\": \"x\"}\0\t\n", 16),
+                                  std::string("{\"type\":\r\r \"EDS\"}"),
                                   // yaml-cpp's lookup finds the first, its iteration the last
                                   std::string("{\"resources\": [], \"resources\": 1}")}) {
     EXPECT_FALSE(ReadJsonResourceDocument(text, 60).has_value()) << text;
