@@ -314,14 +314,28 @@ TEST_F(XdsDirectoryTest, DeletedFilesRemoveTheirResourcesAndUnchangedInputPublis
   EXPECT_NE(Find(type_url::kClusterLoadAssignment, "backend"), nullptr);
 }
 
+// A fresh directory whose files get a new size at every write, so that
+// each write changes the listing.
+class ScannedDir {
+ public:
+  explicit ScannedDir(const std::string& name)
+      : dir_(std::filesystem::path(::testing::TempDir()) / name) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void Write(const std::string& name) { std::ofstream(dir_ / name) << std::string(++writes_, 'x'); }
+  const std::filesystem::path& path() const { return dir_; }
+  int writes() const { return writes_; }
+
+ private:
+  std::filesystem::path dir_;
+  int writes_ = 0;
+};
+
 TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "scanner";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  int writes = 0;
-  auto write = [&](const std::string& name) {
-    std::ofstream(dir / name) << std::string(++writes, 'x');  // a new size every time
-  };
+  ScannedDir scanned("scanner");
+  const std::filesystem::path& dir = scanned.path();
+  auto write = [&](const std::string& name) { scanned.Write(name); };
   write("a.yaml");
   write("b.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"}, /*max_unconfirmed_polls=*/3);
@@ -371,13 +385,9 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
 // at once; a file added or removed, or what a timed poll finds, still waits
 // for a second listing.
 TEST(ConfirmedScannerTest, AnnouncedEditsOfKnownFilesNeedNoConfirmation) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "announced";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  int writes = 0;
-  auto write = [&](const std::string& name) {
-    std::ofstream(dir / name) << std::string(++writes, 'x');  // a new size every time
-  };
+  ScannedDir scanned("announced");
+  const std::filesystem::path& dir = scanned.path();
+  auto write = [&](const std::string& name) { scanned.Write(name); };
   write("a.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"});
   EXPECT_FALSE(scanner.Poll(/*writes_announced=*/true).has_value())
@@ -387,7 +397,7 @@ TEST(ConfirmedScannerTest, AnnouncedEditsOfKnownFilesNeedNoConfirmation) {
   write("a.yaml");
   auto edited = scanner.Poll(/*writes_announced=*/true);
   ASSERT_TRUE(edited.has_value()) << "an announced edit of a known file";
-  EXPECT_EQ(edited->files.begin()->second.size, writes);
+  EXPECT_EQ(edited->files.begin()->second.size, scanned.writes());
 
   write("a.yaml");
   EXPECT_FALSE(scanner.Poll().has_value()) << "a timed poll still confirms";
