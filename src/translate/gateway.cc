@@ -84,12 +84,24 @@ bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, Gateway
 }
 
 // Which of `selected` (in key order) the gateway serves, as indexes in key
-// order. Services that served a domain here before claim first, so that a
-// newcomer never takes a domain away; the virtual hosts are still written in
-// key order, as a translation without that history writes them.
+// order. When two share a domain, services that served a domain here
+// before claim first, so that a newcomer never takes a domain away; the
+// virtual hosts are still written in key order, as a translation without
+// that history writes them.
 std::vector<size_t> ServedAfterClaims(const GatewayObject& gateway,
                                       const std::vector<const GatewayObject*>& selected,
                                       const GatewayContext& context, GatewayOutput* out) {
+  out->owners.reserve(selected.size());  // a domain or more each
+  auto domains_of = [](const GatewayObject* vs, auto add) {
+    for (const std::string& domain : std::get<VirtualServiceSpec>(*vs->spec).domains) {
+      add(domain, *vs);
+    }
+  };
+  std::vector<size_t> in_order;
+  if (ClaimAllIfDisjoint(selected, domains_of, out->owners)) {
+    for (size_t i = 0; i < selected.size(); ++i) in_order.push_back(i);
+    return in_order;
+  }
   const std::string gateway_id = gateway.key().ToString();
   std::vector<bool> incumbent(selected.size()), served(selected.size());
   for (size_t i = 0; i < selected.size(); ++i) {
@@ -100,7 +112,6 @@ std::vector<size_t> ServedAfterClaims(const GatewayObject& gateway,
       if (incumbent[i] == incumbents) served[i] = ClaimDomains(gateway, *selected[i], out);
     }
   }
-  std::vector<size_t> in_order;
   for (size_t i = 0; i < selected.size(); ++i) {
     if (served[i]) in_order.push_back(i);
   }

@@ -54,6 +54,30 @@ std::optional<DiscoveredService> NamedService(const GatewayObject& upstream,
   return found->second;
 }
 
+// Virtual services and their translations.
+using ServiceEntries = std::vector<std::pair<const GatewayObject*, const ServiceOutput*>>;
+
+// Fills `owners` with who serves each domain to gRPC clients. On a conflict,
+// services that served it before claim first (ServedBefore), as on a
+// gateway, which reorders `services` so. Returns whether none conflicted.
+bool ClaimGrpcDomains(const DomainOwners& previous, ServiceEntries& services,
+                      ScopeOwners& owners) {
+  owners.reserve(services.size());
+  auto domains_of = [](const auto& entry, auto add) {
+    for (const auto& [domain, listener] : entry.second->grpc_listeners) add(domain, *entry.first);
+  };
+  if (ClaimAllIfDisjoint(services, domains_of, owners)) return true;
+  std::stable_partition(services.begin(), services.end(), [&](const auto& entry) {
+    return ServedBefore(previous, "", *entry.first);
+  });
+  for (const auto& entry : services) {
+    domains_of(entry, [&](const std::string& domain, const GatewayObject& vs) {
+      owners.emplace(domain, vs.key());
+    });
+  }
+  return false;
+}
+
 }  // namespace
 
 TranslationOutput Translator::Translate(const TranslationInput& input) {
@@ -232,31 +256,29 @@ void Translator::AddGrpcListeners(Pass& pass) {
     for (ResourcePtr& resource : UnroutableCluster()) pass.resources.push_back(resource);
   }
   ScopeOwners& listener_owner = pass.next_owners[""];
-  // The services translated, with their output (both in key order).
-  std::vector<std::pair<const GatewayObject*, const ServiceOutput*>> services;
+  ServiceEntries services;  // the services translated, in key order
   auto cursor = service_cache_.begin();
   for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
     auto cached = SeekKeyOf(service_cache_, cursor, *vs);
     if (cached != service_cache_.end()) services.emplace_back(vs, &cached->second);
   }
-  std::stable_partition(services.begin(), services.end(), [&](const auto& entry) {
-    return ServedBefore(domain_owners_, "", *entry.first);
-  });
-  for (const auto& [vs, output] : services) {
-    const ServiceOutput& service = *output;
+  const bool disjoint = ClaimGrpcDomains(domain_owners_, services, listener_owner);
+  for (const auto& [vs, service] : services) {
     bool any_listener = false;
-    for (const auto& [domain, listener] : service.grpc_listeners) {
-      auto [owner, fresh] = listener_owner.emplace(domain, vs->key());
-      if (!fresh) {
-        pass.statuses[vs->key()].Warn(
-            "spec.domains",
-            absl::StrCat("gRPC clients of ", domain, " are served by ", owner->second.ToString()));
-        continue;
+    for (const auto& [domain, listener] : service->grpc_listeners) {
+      if (!disjoint) {
+        const ObjectKey& owner = listener_owner.find(domain)->second;
+        if (!IsKeyOf(owner, *vs)) {
+          pass.statuses[vs->key()].Warn(
+              "spec.domains",
+              absl::StrCat("gRPC clients of ", domain, " are served by ", owner.ToString()));
+          continue;
+        }
       }
       pass.resources.push_back(listener);
       any_listener = true;
     }
-    if (any_listener) pass.resources.push_back(service.grpc_routes);
+    if (any_listener) pass.resources.push_back(service->grpc_routes);
   }
 }
 

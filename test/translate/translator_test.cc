@@ -493,11 +493,21 @@ spec:
   EXPECT_EQ(routes.routes(1).direct_response().status(), 503u);
   EXPECT_EQ(routes.routes(2).direct_response().status(), 508u);
   EXPECT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok());
+  // Its gRPC clients stay with ns/vs too: dup gets no API listener, so no
+  // route configuration of its own.
+  EXPECT_NE(Find(out, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
+  EXPECT_EQ(Find(out, type_url::kRouteConfiguration, "grpc/ns/dup"), nullptr);
+  EXPECT_NE(dup.reasons.back().message.find(
+                "gRPC clients of echo.test are served by VirtualService ns/vs"),
+            std::string::npos)
+      << dup.reasons.back().message;
 
-  // With no history, the first by key wins the domain.
+  // With no history, the first by key wins the domain, for gRPC clients too.
   Translator fresh;
   TranslationOutput first = fresh.Translate(Load(yaml));
   EXPECT_EQ(first.statuses.at({kind::kVirtualService, "ns", "vs"}).state, StatusState::kRejected);
+  EXPECT_NE(Find(first, type_url::kRouteConfiguration, "grpc/ns/dup"), nullptr);
+  EXPECT_EQ(Find(first, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
 }
 
 TEST(TranslatorTest, MirrorsAndRedirectPort) {
