@@ -764,7 +764,7 @@ const std::string& GatewayObject::kind() const {
       kind::kUpstream, kind::kVirtualService, kind::kRouteTable,
       kind::kGateway,  kind::kSecret,         kind::kRolloutPolicy};
   static const auto* none = new std::string();
-  return spec->index() < kinds->size() ? (*kinds)[spec->index()] : *none;
+  return spec.index() < kinds->size() ? (*kinds)[spec.index()] : *none;
 }
 
 DecodedFile DecodeObjects(const std::string& contents, const std::string& file) {
