@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "src/source/directory_scanner.h"
@@ -102,6 +103,43 @@ void ExpectSameParse(const ParsedFile& json, const ParsedFile& yaml, const std::
 
 // A JSON object takes the JSON reader; what it yields, lines and messages
 // included, is what the YAML reader yields for the same text.
+// Levels of aliases, each ten copies of the one before, over ten "x".
+std::string AliasLevels(int levels) {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= levels; ++level) {
+    const std::string previous = absl::StrCat("*a", level - 1);
+    absl::StrAppend(&yaml, "a", level, ": &a", level, " [");
+    for (int i = 0; i < 10; ++i) absl::StrAppend(&yaml, i > 0 ? ", " : "", previous);
+    yaml += "]\n";
+  }
+  return yaml;
+}
+
+// What aliases may add does not grow with the file: a file padded with
+// comments once bought its aliases 16 units of expansion per byte (a 4 MB
+// one took 2 GB to refuse). Without aliases, a large file still passes.
+TEST(EnvoyFileParserTest, AliasExpansionDoesNotGrowWithPadding) {
+  const std::string padding(256 * 1024, '#');  // one comment line
+  // About 2.4 million units: a million scalars of one byte, and their lists.
+  const std::string yaml = padding + "\n" + AliasLevels(4) + "b: [" +
+                           absl::StrJoin(std::vector<std::string>(10, "*a4"), ", ") + "]\n";
+  ParsedFile parsed = ParseEnvoyResources(yaml);
+  ASSERT_EQ(parsed.problems.size(), 1u);
+  EXPECT_NE(parsed.problems[0].message.find("expands to too many"), std::string::npos)
+      << parsed.problems[0].message;
+
+  // Without aliases a file costs at most a unit per byte (a node needs a
+  // byte around it, a scalar's bytes are its own): this one more than
+  // aliases may add.
+  std::string dense = "a: [";
+  for (int i = 0; i < 11'000; ++i) absl::StrAppend(&dense, std::string(99, 'x'), ",");
+  dense += "x]\n";
+  parsed = ParseEnvoyResources(dense);
+  ASSERT_EQ(parsed.problems.size(), 1u);
+  EXPECT_EQ(parsed.problems[0].message.find("expands"), std::string::npos)
+      << parsed.problems[0].message;
+}
+
 TEST(EnvoyFileParserTest, JsonFilesParseAsTheYamlPathParsesThem) {
   const std::string cluster = R"("@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster")";
   const std::vector<std::pair<std::string, std::string>> cases = {
