@@ -101,8 +101,6 @@ void ExpectSameParse(const ParsedFile& json, const ParsedFile& yaml, const std::
   }
 }
 
-// A JSON object takes the JSON reader; what it yields, lines and messages
-// included, is what the YAML reader yields for the same text.
 // Levels of aliases, each ten copies of the one before, over ten "x".
 std::string AliasLevels(int levels) {
   std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
@@ -140,6 +138,8 @@ TEST(EnvoyFileParserTest, AliasExpansionDoesNotGrowWithPadding) {
       << parsed.problems[0].message;
 }
 
+// A JSON object takes the JSON reader; what it yields, lines and messages
+// included, is what the YAML reader yields for the same text.
 TEST(EnvoyFileParserTest, JsonFilesParseAsTheYamlPathParsesThem) {
   const std::string cluster = R"("@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster")";
   const std::vector<std::pair<std::string, std::string>> cases = {
