@@ -7,8 +7,8 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "envoy/extensions/upstreams/http/v3/http_protocol_options.pb.h"
-#include "google/protobuf/util/time_util.h"
 #include "src/translate/names.h"
+#include "src/translate/proto_duration.h"
 #include "src/translate/service_assignment.h"
 
 namespace holdfast {
@@ -21,10 +21,6 @@ bool IsIpAddress(const std::string& address) {
   unsigned char buf[16];
   return inet_pton(AF_INET, address.c_str(), buf) == 1 ||
          inet_pton(AF_INET6, address.c_str(), buf) == 1;
-}
-
-void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
-  *out = google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
 }
 
 ClusterLoadAssignment LoadAssignment(const std::string& name, const UpstreamSpec& spec) {

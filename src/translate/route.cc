@@ -2,17 +2,13 @@
 
 #include "absl/strings/str_join.h"
 #include "envoy/extensions/filters/http/cors/v3/cors.pb.h"
-#include "google/protobuf/util/time_util.h"
+#include "src/translate/proto_duration.h"
 
 namespace holdfast {
 namespace {
 
 namespace route_v3 = envoy::config::route::v3;
 using envoy::type::matcher::v3::StringMatcher;
-
-void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
-  *out = google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
 
 void ToStringMatcher(const StringMatch& match, StringMatcher* out) {
   switch (match.kind) {

@@ -7,7 +7,7 @@
 namespace holdfast {
 namespace {
 
-constexpr char kCds[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+constexpr char kClusterType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 constexpr char kLds[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
 
 TEST(LineDiffTest, ShowsChangedLinesWithContextAndHunks) {
@@ -23,14 +23,14 @@ TEST(LineDiffTest, ShowsChangedLinesWithContextAndHunks) {
 }
 
 TEST(ResourceDiffTest, AddedChangedAndRemovedByTypeThenName) {
-  ServedResources before = {{{kCds, "a"}, {"v1", {{"connect_timeout", "1s"}}}},
-                            {{kCds, "gone"}, {"v1", {{"x", 1}}}},
+  ServedResources before = {{{kClusterType, "a"}, {"v1", {{"connect_timeout", "1s"}}}},
+                            {{kClusterType, "gone"}, {"v1", {{"x", 1}}}},
                             {{kLds, "l"}, {"v1", {{"name", "l"}}}},
-                            {{kCds, "secret"}, {"v1", {{"key", "[redacted]"}}}}};
-  ServedResources after = {{{kCds, "a"}, {"v2", {{"connect_timeout", "3s"}}}},
-                           {{kCds, "new"}, {"v1", {{"x", 2}}}},
+                            {{kClusterType, "secret"}, {"v1", {{"key", "[redacted]"}}}}};
+  ServedResources after = {{{kClusterType, "a"}, {"v2", {{"connect_timeout", "3s"}}}},
+                           {{kClusterType, "new"}, {"v1", {{"x", 2}}}},
                            {{kLds, "l"}, {"v1", {{"name", "l"}}}},
-                           {{kCds, "secret"}, {"v2", {{"key", "[redacted]"}}}}};
+                           {{kClusterType, "secret"}, {"v2", {{"key", "[redacted]"}}}}};
   std::vector<ResourceChange> changes = DiffResources(before, after);
   ASSERT_EQ(changes.size(), 4u);
   const std::string text = RenderChanges(changes);
@@ -49,7 +49,7 @@ TEST(ResourceDiffTest, ReadsAGroupOfASnapshotPage) {
       {"groups",
        {{"default",
          {{"types",
-           {{kCds,
+           {{kClusterType,
              {{"resources",
                {{{"name", "a"}, {"version", "v1"}, {"resource", {{"n", 1}}}}}}}}}}}}}}};
   ServedResources served = ServedResourcesOf(page, "default");

@@ -6,10 +6,10 @@
 namespace holdfast {
 namespace {
 
-const absl::Time kAt = absl::FromUnixMillis(1796184306789);  // 2026-12-02T04:05:06.789Z
+const absl::Time kLoggedAt = absl::FromUnixMillis(1796184306789);  // 2026-12-02T04:05:06.789Z
 
 TEST(LogTest, TextLinesCarryTimeLevelAndMessage) {
-  EXPECT_EQ(FormatLogLine(LogFormat::kText, kAt, LogLevel::kWarning, "store unreachable"),
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, kLoggedAt, LogLevel::kWarning, "store unreachable"),
             "2026-12-02T04:05:06.789Z WARN  store unreachable\n");
 }
 
@@ -18,7 +18,7 @@ TEST(LogTest, TextLinesCarryTimeLevelAndMessage) {
 TEST(LogTest, JsonLinesParseWhateverTheMessageHolds) {
   const std::string hostile =
       std::string("node \"a\\b\"\n\t\x01 caf\xc3\xa9 ") + "\xff\xfe" + "end";
-  const std::string line = FormatLogLine(LogFormat::kJson, kAt, LogLevel::kError, hostile);
+  const std::string line = FormatLogLine(LogFormat::kJson, kLoggedAt, LogLevel::kError, hostile);
   ASSERT_EQ(line.back(), '\n');
   EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line";
   nlohmann::json parsed = nlohmann::json::parse(line);

@@ -84,8 +84,8 @@ LeaseElector::Options Options(const std::string& id) {
   return options;
 }
 
-struct Replica {
-  Replica(const std::string& id, FakeLeaseStore* store, const Clock& clock)
+struct BackendReplica {
+  BackendReplica(const std::string& id, FakeLeaseStore* store, const Clock& clock)
       : view(store),
         backend(id, &view, clock),
         elector(Options(id), &backend, clock, random, &metrics) {}
@@ -98,19 +98,19 @@ struct Replica {
 
 class KubeLeaseElectionTest : public ::testing::Test {
  protected:
-  Replica& Add(const std::string& id) {
-    replicas_.push_back(std::make_unique<Replica>(id, &store_, clock_));
+  BackendReplica& Add(const std::string& id) {
+    replicas_.push_back(std::make_unique<BackendReplica>(id, &store_, clock_));
     return *replicas_.back();
   }
   // Advances one retry period, ticking the replicas that are not paused,
   // and checks that at most one replica acts as leader at every second.
-  void Rounds(int rounds, const std::vector<Replica*>& ticking) {
+  void Rounds(int rounds, const std::vector<BackendReplica*>& ticking) {
     for (int i = 0; i < rounds; ++i) {
       for (int s = 0; s < 2; ++s) {
         clock_.Advance(absl::Seconds(1));
         ExpectAtMostOneLeader();
       }
-      for (Replica* r : ticking) r->elector.Tick();
+      for (BackendReplica* r : ticking) r->elector.Tick();
       ExpectAtMostOneLeader();
     }
   }
@@ -128,12 +128,12 @@ class KubeLeaseElectionTest : public ::testing::Test {
 
   SimulatedClock clock_;
   FakeLeaseStore store_;
-  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::unique_ptr<BackendReplica>> replicas_;
 };
 
 TEST_F(KubeLeaseElectionTest, TheFirstReplicaTakesTheLeaseAndRenewsItLikeClientGo) {
-  Replica& a = Add("a");
-  Replica& b = Add("b");
+  BackendReplica& a = Add("a");
+  BackendReplica& b = Add("b");
   Rounds(1, {&a, &b});
   EXPECT_EQ(Leader(), "a");
   EXPECT_EQ(store_.record().holder_identity, "a");
@@ -158,8 +158,8 @@ TEST_F(KubeLeaseElectionTest, TheFirstReplicaTakesTheLeaseAndRenewsItLikeClientG
 // its last renewal); the follower takes over only once its own clock shows
 // no change for the lease duration (15 s after it saw that renewal).
 TEST_F(KubeLeaseElectionTest, APausedLeaderIsReplacedOnlyAfterTheLeaseExpiresByTheObserversClock) {
-  Replica& a = Add("a");
-  Replica& b = Add("b");
+  BackendReplica& a = Add("a");
+  BackendReplica& b = Add("b");
   Rounds(2, {&a, &b});
   ASSERT_EQ(Leader(), "a");
   Rounds(5, {&b});  // a paused for 10 s
@@ -177,8 +177,8 @@ TEST_F(KubeLeaseElectionTest, APausedLeaderIsReplacedOnlyAfterTheLeaseExpiresByT
 }
 
 TEST_F(KubeLeaseElectionTest, ResignReleasesTheLeaseAndAnotherReplicaTakesItAtOnce) {
-  Replica& a = Add("a");
-  Replica& b = Add("b");
+  BackendReplica& a = Add("a");
+  BackendReplica& b = Add("b");
   Rounds(2, {&a, &b});
   a.elector.Resign();
   EXPECT_EQ(store_.record().holder_identity, "");
@@ -189,9 +189,9 @@ TEST_F(KubeLeaseElectionTest, ResignReleasesTheLeaseAndAnotherReplicaTakesItAtOn
 }
 
 TEST_F(KubeLeaseElectionTest, APreferredHolderEndsTheCurrentTerm) {
-  Replica& a = Add("a");
-  Replica& b = Add("b");
-  Replica& c = Add("c");
+  BackendReplica& a = Add("a");
+  BackendReplica& b = Add("b");
+  BackendReplica& c = Add("c");
   Rounds(2, {&a, &b, &c});
   ASSERT_EQ(Leader(), "a");
   store_.SetPreferredHolder("c");
@@ -203,8 +203,8 @@ TEST_F(KubeLeaseElectionTest, APreferredHolderEndsTheCurrentTerm) {
 }
 
 TEST_F(KubeLeaseElectionTest, ALeaderCutOffStepsDownBeforeAnotherCanTakeOver) {
-  Replica& a = Add("a");
-  Replica& b = Add("b");
+  BackendReplica& a = Add("a");
+  BackendReplica& b = Add("b");
   Rounds(2, {&a, &b});
   ASSERT_EQ(Leader(), "a");
   a.view.SetUnreachable(true);
@@ -220,19 +220,19 @@ TEST_F(KubeLeaseElectionTest, ALeaderCutOffStepsDownBeforeAnotherCanTakeOver) {
 
 TEST_F(KubeLeaseElectionTest, ARestartedProcessOfTheHolderTakesItsLeaseBackAtOnce) {
   {
-    Replica& a = Add("a");
+    BackendReplica& a = Add("a");
     Rounds(2, {&a});
   }
   replicas_.clear();  // killed: no release
-  Replica& a2 = Add("a");
-  Replica& b = Add("b");
+  BackendReplica& a2 = Add("a");
+  BackendReplica& b = Add("b");
   Rounds(1, {&a2, &b});
   EXPECT_EQ(Leader(), "a");
   EXPECT_EQ(store_.record().lease_transitions, 0) << "the same holder: no transition";
 }
 
 TEST_F(KubeLeaseElectionTest, CandidatesRacingForAFreeLeaseElectOne) {
-  std::vector<Replica*> all;
+  std::vector<BackendReplica*> all;
   for (const std::string id : {"a", "b", "c", "d"}) all.push_back(&Add(id));
   Rounds(1, all);
   EXPECT_NE(Leader(), "");

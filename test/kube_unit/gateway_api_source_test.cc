@@ -13,8 +13,8 @@ namespace {
 
 using namespace gateway_api::testing;  // NOLINT: the fixtures
 
-const KubeResource kUpstreams{"holdfast.dev", "v1", "upstreams", "Upstream"};
-const KubeResource kServices{"", "v1", "services", "Service"};
+const KubeResource kUpstreamObjects{"holdfast.dev", "v1", "upstreams", "Upstream"};
+const KubeResource kCoreServices{"", "v1", "services", "Service"};
 const KubeResource kSlices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"};
 
 std::vector<KubeResource> GatewayApiResources() {
@@ -74,7 +74,7 @@ class GatewayApiSourceTest : public ::testing::Test {
     return it->second;
   }
   void PutBackend() {
-    api_.Put(kServices, {{"metadata", {{"namespace", "shop"}, {"name", "web"}}},
+    api_.Put(kCoreServices, {{"metadata", {{"namespace", "shop"}, {"name", "web"}}},
                          {"spec", {{"ports", {{{"name", "http"}, {"port", 80}}}}}}});
     api_.Put(kSlices, {{"metadata",
                         {{"namespace", "shop"},
@@ -189,7 +189,7 @@ TEST_F(GatewayApiSourceTest, HttpsListenerTerminatesWithATlsSecret) {
 
 TEST_F(GatewayApiSourceTest, MissingCrdsDoNotHoldTranslationBack) {
   for (const KubeResource& r : GatewayApiResources()) api_.SetServed(r, false);
-  api_.Put(kUpstreams, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
+  api_.Put(kUpstreamObjects, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
                         {"spec", {{"hosts", {{{"address", "10.0.0.1"}, {"port", 8080}}}}}}});
   Start();
   ASSERT_TRUE(Eventually([&] { return Serves(kEndpoints, "shop/api"); }));

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "test/kube_unit/real_kube_client.h"
 
 namespace holdfast {
 namespace {
@@ -32,17 +33,7 @@ std::string Env(const char* name) {
   return value ? value : "";
 }
 
-std::unique_ptr<KubeClient> Connect(const char* env, KubeClient::Options options = {}) {
-  std::string path = Env(env);
-  if (path.empty()) return nullptr;
-  absl::StatusOr<KubeConfig> config = LoadKubeconfig({.path = path});
-  EXPECT_TRUE(config.ok()) << config.status();
-  if (!config.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(*config, options, Clock::Real());
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? std::move(*client) : nullptr;
-}
+using testing::ConnectFromEnv;
 
 nlohmann::json Upstream(const std::string& ns, const std::string& name, int port) {
   return {{"apiVersion", "holdfast.dev/v1"},
@@ -54,7 +45,7 @@ nlohmann::json Upstream(const std::string& ns, const std::string& name, int port
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    admin_ = Connect("HOLDFAST_TEST_KUBECONFIG");
+    admin_ = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG");
     if (admin_ == nullptr) GTEST_SKIP() << "HOLDFAST_TEST_KUBECONFIG is not set";
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     ns_ = absl::AsciiStrToLower(absl::StrCat("client-", info->name()));
@@ -131,7 +122,7 @@ TEST_F(KubeClientTest, ListsInPagesAcrossNamespaces) {
   for (int i = 0; i < 7; ++i) Apply(Upstream(ns_, absl::StrCat("u", i), 80 + i));
   KubeClient::Options options;
   options.page_size = 3;
-  std::unique_ptr<KubeClient> paged = Connect("HOLDFAST_TEST_KUBECONFIG", options);
+  std::unique_ptr<KubeClient> paged = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG", options);
   absl::StatusOr<KubeList> list = paged->List(kUpstreams, "");
   ASSERT_TRUE(list.ok()) << list.status();
   int mine = 0;
@@ -255,7 +246,7 @@ TEST_F(KubeClientTest, CreateAndReplaceWithPreconditions) {
 }
 
 TEST_F(KubeClientTest, LeastPrivilegedUserReadsAndWritesStatusOnly) {
-  std::unique_ptr<KubeClient> holdfast = Connect("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
+  std::unique_ptr<KubeClient> holdfast = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
   if (holdfast == nullptr) GTEST_SKIP() << "HOLDFAST_TEST_KUBECONFIG_HOLDFAST is not set";
   Apply(Upstream(ns_, "a", 1));
   absl::StatusOr<KubeList> list = holdfast->List(kUpstreams, "");
@@ -295,7 +286,7 @@ TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
   const std::string signal = Env("HOLDFAST_TEST_STALL_SIGNAL");
   KubeClient::Options options;
   options.stall_grace = absl::Seconds(2);
-  std::unique_ptr<KubeClient> proxied = Connect("HOLDFAST_TEST_KUBECONFIG_PROXY", options);
+  std::unique_ptr<KubeClient> proxied = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG_PROXY", options);
   if (proxied == nullptr || signal.empty()) GTEST_SKIP() << "no fault proxy given";
   absl::StatusOr<KubeList> list = proxied->List(kUpstreams, ns_);
   ASSERT_TRUE(list.ok()) << list.status();
@@ -324,7 +315,7 @@ TEST_F(KubeClientTest, StalledWatchIsAbandoned) {
 // waits for etcd only as long as the `timeout` the write carries.
 TEST(KubeClientStoreDownTest, BoundedStatusWriteIsAbandoned) {
   const std::string object_file = Env("HOLDFAST_TEST_STATUS_OBJECT");
-  std::unique_ptr<KubeClient> admin = Connect("HOLDFAST_TEST_KUBECONFIG");
+  std::unique_ptr<KubeClient> admin = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG");
   if (admin == nullptr || object_file.empty()) GTEST_SKIP() << "no object given";
   std::ifstream in(object_file);
   nlohmann::json object = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

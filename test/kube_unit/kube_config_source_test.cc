@@ -10,8 +10,8 @@
 namespace holdfast {
 namespace {
 
-const KubeResource kUpstreams{"holdfast.dev", "v1", "upstreams", "Upstream"};
-const KubeResource kServices{"holdfast.dev", "v1", "virtualservices", "VirtualService"};
+const KubeResource kUpstreamsCrd{"holdfast.dev", "v1", "upstreams", "Upstream"};
+const KubeResource kVirtualServices{"holdfast.dev", "v1", "virtualservices", "VirtualService"};
 
 nlohmann::json Upstream(int port) {
   return {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
@@ -108,7 +108,7 @@ class KubeSourceTest : public ::testing::Test {
 };
 
 TEST_F(KubeSourceTest, NothingIsPublishedUntilEveryKindIsListed) {
-  api_.Put(kUpstreams, Upstream(8080));
+  api_.Put(kUpstreamsCrd, Upstream(8080));
   // The first listings fail, whichever kinds they are for.
   api_.FailNext(FakeKubeApi::Call::kList, absl::UnavailableError("down"));
   api_.FailNext(FakeKubeApi::Call::kList, absl::UnavailableError("down"));
@@ -121,15 +121,15 @@ TEST_F(KubeSourceTest, NothingIsPublishedUntilEveryKindIsListed) {
 }
 
 TEST_F(KubeSourceTest, InvalidObjectIsRejectedWithItsLocationAndLastGoodKept) {
-  api_.Put(kUpstreams, Upstream(8080));
-  api_.Put(kServices, Service("/a.*"));
+  api_.Put(kUpstreamsCrd, Upstream(8080));
+  api_.Put(kVirtualServices, Service("/a.*"));
   Start();
   const ObjectKey key{"VirtualService", "shop", "store"};
   ASSERT_TRUE(Eventually([&] {
     StatusMap statuses = source_->statuses();
     return statuses.contains(key) && statuses.at(key).state == StatusState::kAccepted;
   }));
-  api_.Put(kServices, Service("(unclosed"));
+  api_.Put(kVirtualServices, Service("(unclosed"));
   ASSERT_TRUE(Eventually([&] {
     StatusMap statuses = source_->statuses();
     return statuses.contains(key) && statuses.at(key).state == StatusState::kRejected;
@@ -144,21 +144,21 @@ TEST_F(KubeSourceTest, InvalidObjectIsRejectedWithItsLocationAndLastGoodKept) {
 }
 
 TEST_F(KubeSourceTest, GoneRelistKeepsServing) {
-  api_.Put(kUpstreams, Upstream(8080));
+  api_.Put(kUpstreamsCrd, Upstream(8080));
   Start();
   ASSERT_TRUE(Eventually([&] { return Serves("port_value: 8080"); }));
   // The API server forgets history and refuses the next listing once.
   api_.Compact();
   api_.FailNext(FakeKubeApi::Call::kWatch, absl::OutOfRangeError("HTTP 410: too old"));
   api_.FailNext(FakeKubeApi::Call::kList, absl::UnavailableError("down"));
-  api_.Put(kUpstreams, Upstream(9090));
+  api_.Put(kUpstreamsCrd, Upstream(9090));
   ASSERT_TRUE(Eventually([&] { return Serves("port_value: 9090"); }));
 }
 
 TEST_F(KubeSourceTest, ServiceEndpointsAreServedAndFollowTheirSlices) {
   const KubeResource services{"", "v1", "services", "Service"};
   const KubeResource slices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"};
-  api_.Put(kUpstreams, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
+  api_.Put(kUpstreamsCrd, {{"metadata", {{"namespace", "shop"}, {"name", "api"}}},
                         {"spec", {{"service", {{"name", "web"}, {"port", 80}}}}}});
   Start();
   const ObjectKey key{"Upstream", "shop", "api"};

@@ -13,6 +13,7 @@
 #include "src/election/kube_lease_store.h"
 #include "src/election/lease_elector.h"
 #include "src/kube/kube_client.h"
+#include "test/kube_unit/real_kube_client.h"
 
 namespace holdfast {
 namespace {
@@ -20,18 +21,10 @@ namespace {
 constexpr char kNamespace[] = "holdfast-system";
 constexpr char kLease[] = "holdfast-leader";
 
-std::unique_ptr<KubeClient> Connect(const char* env) {
-  const char* path = std::getenv(env);
-  if (path == nullptr) return nullptr;
-  absl::StatusOr<KubeConfig> config = LoadKubeconfig({.path = path});
-  EXPECT_TRUE(config.ok()) << config.status();
-  if (!config.ok()) return nullptr;
+std::unique_ptr<KubeClient> ConnectWithServesTimeout(const char* env) {
   KubeClient::Options options;
   options.request_timeout = absl::Milliseconds(500);  // as serve's: a quarter of the deadline
-  absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(*config, options, Clock::Real());
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? std::move(*client) : nullptr;
+  return testing::ConnectFromEnv(env, options);
 }
 
 struct Replica {
@@ -52,8 +45,8 @@ struct Replica {
 class KubeLeaseRealTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    admin_ = Connect("HOLDFAST_TEST_KUBECONFIG");
-    holdfast_ = Connect("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
+    admin_ = ConnectWithServesTimeout("HOLDFAST_TEST_KUBECONFIG");
+    holdfast_ = ConnectWithServesTimeout("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
     if (admin_ == nullptr || holdfast_ == nullptr) GTEST_SKIP() << "no kubeconfigs given";
     absl::Status deleted =
         admin_->Send("DELETE", absl::StrCat(kKubeLeases.Path(kNamespace), "/", kLease), "")

@@ -9,28 +9,19 @@
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_shared_document.h"
 #include "test/common/shared_document_conformance.h"
+#include "test/kube_unit/real_kube_client.h"
 
 namespace holdfast::testing {
 namespace {
 
-std::unique_ptr<KubeClient> ConnectAs(const char* env) {
-  const char* path = std::getenv(env);
-  if (path == nullptr) return nullptr;
-  absl::StatusOr<KubeConfig> config = LoadKubeconfig({.path = path});
-  if (!config.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(*config, KubeClient::Options{}, Clock::Real());
-  return client.ok() ? std::move(*client) : nullptr;
-}
-
 struct RealApi {
-  std::unique_ptr<KubeClient> holdfast = ConnectAs("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
+  std::unique_ptr<KubeClient> holdfast = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG_HOLDFAST");
   KubeSharedDocument a{holdfast.get(), "holdfast-system", "holdfast-rollout", "decisions"};
   KubeSharedDocument b{holdfast.get(), "holdfast-system", "holdfast-rollout", "decisions"};
 };
 
 SharedDocumentHandles MakeReal() {
-  std::unique_ptr<KubeClient> admin = ConnectAs("HOLDFAST_TEST_KUBECONFIG");
+  std::unique_ptr<KubeClient> admin = ConnectFromEnv("HOLDFAST_TEST_KUBECONFIG");
   auto api = std::make_shared<RealApi>();
   if (admin == nullptr || api->holdfast == nullptr) return {};
   // Each case starts without the ConfigMap (only an admin may delete it).

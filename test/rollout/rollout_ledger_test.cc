@@ -19,7 +19,7 @@ using testing::EdsCluster;
 using testing::Endpoints;
 
 // The translation of an Upstream ns/a, as far as the cluster goes.
-SnapshotPtr Version(int connect_timeout_s) {
+SnapshotPtr LedgerVersion(int connect_timeout_s) {
   return Build({EdsCluster("ns/a", connect_timeout_s), Endpoints("ns/a", 80)});
 }
 
@@ -212,7 +212,7 @@ class SharedRolloutTest : public ::testing::Test {
 
   SimulatedClock clock_;
   InMemorySharedDocument doc_;
-  const SnapshotPtr v1_ = Version(1), v2_ = Version(2);
+  const SnapshotPtr v1_ = LedgerVersion(1), v2_ = LedgerVersion(2);
 };
 
 TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
@@ -256,7 +256,7 @@ TEST_F(SharedRolloutTest, AHoldSeenByOneReplicaHoldsEveryReplica) {
   EXPECT_EQ(c.HeldObjects().size(), 1u);
 
   // The fix (a later snapshot) rolls out normally everywhere.
-  const SnapshotPtr v3 = Version(3);
+  const SnapshotPtr v3 = LedgerVersion(3);
   for (Replica* r : {&a, &b}) r->Offer(v3);
   rejecting.Take(v3);
   accepting.Take(v3);
@@ -331,7 +331,7 @@ TEST_F(SharedRolloutTest, TheOperatorsDecisionOverrulesAndReachesEveryReplica) {
                                 "promoted by the operator (decided by replica b)"));
 
   // An abort on one replica holds a baking candidate on the other.
-  const SnapshotPtr v3 = Version(3);
+  const SnapshotPtr v3 = LedgerVersion(3);
   for (Replica* r : {&a, &b}) r->Offer(v3);
   EXPECT_EQ(a.controller.Abort()["done"], true);
   clock_.Advance(absl::Seconds(1));
@@ -396,7 +396,7 @@ TEST(GroupRolloutTest, EachGroupWithAPolicyOfItsOwnRollsOutAlone) {
   Canary rest_canary(1, clock, &proxies), edge_canary(2, clock, &proxies, "edge");
   auto seen = [&](const std::string& key) { return serving.Current(key).snapshot->version(); };
 
-  const SnapshotPtr v1 = Version(1), v2 = Version(2);
+  const SnapshotPtr v1 = LedgerVersion(1), v2 = LedgerVersion(2);
   staged.Set(staged.default_group(), v1);
   rest_canary.Take(v1);
   edge_canary.Take(v1);

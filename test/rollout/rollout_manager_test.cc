@@ -15,7 +15,7 @@ using testing::Endpoints;
 
 // Snapshot `n`: its content differs from every other n; it carries
 // `rollouts`, as a translation of RolloutPolicy objects would.
-SnapshotPtr Version(int n, ConfiguredRollouts rollouts = {}) {
+SnapshotPtr ManagedVersion(int n, ConfiguredRollouts rollouts = {}) {
   return *Snapshot::Build({EdsCluster("ns/a", n), Endpoints("ns/a", 80)}, absl::FromUnixSeconds(1),
                           std::move(rollouts));
 }
@@ -75,7 +75,7 @@ class RolloutManagerTest : public ::testing::Test {
 
 TEST_F(RolloutManagerTest, WithoutAPolicyEverySnapshotIsServedAtOnce) {
   Start();
-  const SnapshotPtr v1 = Version(1), v2 = Version(2);
+  const SnapshotPtr v1 = ManagedVersion(1), v2 = ManagedVersion(2);
   Stage(v1);
   EXPECT_EQ(Seen("default"), v1->version());
   Stage(v2);
@@ -98,7 +98,7 @@ TEST_F(RolloutManagerTest, TheFlagsRolloutsExistBeforeTheFirstSnapshot) {
   EXPECT_EQ(page["stable"], "");
   EXPECT_EQ(page["policy"]["origin"], "flags");
   EXPECT_EQ(CanaryOf("n", true), std::optional<std::string>(""));
-  const SnapshotPtr v1 = Version(1);
+  const SnapshotPtr v1 = ManagedVersion(1);
   Stage(v1);
   EXPECT_EQ(Seen("default"), v1->version()) << "the first snapshot is stable at once";
 }
@@ -108,9 +108,9 @@ TEST_F(RolloutManagerTest, TheFlagsRolloutsExistBeforeTheFirstSnapshot) {
 // reaches everyone at once, and the canaries' cache key goes.
 TEST_F(RolloutManagerTest, APolicyFromTheConfigurationStagesSnapshotsUntilItIsRemoved) {
   Start();
-  const SnapshotPtr v1 = Version(1);
+  const SnapshotPtr v1 = ManagedVersion(1);
   Stage(v1);
-  const SnapshotPtr v2 = Version(2, ForEveryGroup(CanariesByMetadata()));
+  const SnapshotPtr v2 = ManagedVersion(2, ForEveryGroup(CanariesByMetadata()));
   Stage(v2);
   EXPECT_EQ(Seen("default"), v1->version()) << "the policy's own snapshot is staged";
   EXPECT_EQ(Seen(CanaryKey("")), v2->version());
@@ -124,12 +124,12 @@ TEST_F(RolloutManagerTest, APolicyFromTheConfigurationStagesSnapshotsUntilItIsRe
   clock_.Advance(absl::Seconds(60));
   manager_->CheckNow();  // no canary connected: promoted after the bake
   EXPECT_EQ(Seen("default"), v2->version());
-  const SnapshotPtr v3 = Version(3, ForEveryGroup(CanariesByMetadata()));
+  const SnapshotPtr v3 = ManagedVersion(3, ForEveryGroup(CanariesByMetadata()));
   Stage(v3);
   EXPECT_EQ(Seen("default"), v2->version());
   EXPECT_EQ(Seen(CanaryKey("")), v3->version());
 
-  const SnapshotPtr v4 = Version(4);  // the policy removed
+  const SnapshotPtr v4 = ManagedVersion(4);  // the policy removed
   Stage(v4);
   EXPECT_EQ(Seen("default"), v4->version()) << "no rollout: everyone at once";
   EXPECT_EQ(Seen(CanaryKey("")), v4->version()) << "the canaries' key is gone";
@@ -142,8 +142,8 @@ TEST_F(RolloutManagerTest, APolicyFromTheConfigurationStagesSnapshotsUntilItIsRe
 // canaries any more lets the next snapshot through at once.
 TEST_F(RolloutManagerTest, AChangedPolicyAppliesFromTheSnapshotThatCarriesIt) {
   Start();
-  Stage(Version(1, ForEveryGroup(CanariesByMetadata(absl::Hours(1)))));
-  const SnapshotPtr v2 = Version(2, ForEveryGroup(CanariesByMetadata(absl::Seconds(5))));
+  Stage(ManagedVersion(1, ForEveryGroup(CanariesByMetadata(absl::Hours(1)))));
+  const SnapshotPtr v2 = ManagedVersion(2, ForEveryGroup(CanariesByMetadata(absl::Seconds(5))));
   Stage(v2);
   EXPECT_EQ(manager_->ToJson()["policy"]["bake"], "5s");
   clock_.Advance(absl::Seconds(5));
@@ -153,7 +153,7 @@ TEST_F(RolloutManagerTest, AChangedPolicyAppliesFromTheSnapshotThatCarriesIt) {
   RolloutPolicy percent = CanariesByMetadata();
   percent.metadata_key.clear();
   percent.canary_percent = 100;
-  Stage(Version(3, ForEveryGroup(percent)));
+  Stage(ManagedVersion(3, ForEveryGroup(percent)));
   EXPECT_EQ(CanaryOf("n", false), std::optional<std::string>("")) << "every node at 100%";
 }
 
@@ -164,13 +164,13 @@ TEST_F(RolloutManagerTest, AGroupRolloutMadeMidRolloutStartsFromWhatItsProxiesSe
   RolloutPolicies flags;
   flags.fallback = CanariesByMetadata(absl::Hours(1));
   Start(flags);
-  const SnapshotPtr v1 = Version(1), v2 = Version(2);
+  const SnapshotPtr v1 = ManagedVersion(1), v2 = ManagedVersion(2);
   Stage(v1);
   Stage(v2);
   ASSERT_EQ(Seen("edge"), v1->version());
   ConfiguredRollouts edge;
   edge.groups["edge"] = CanariesByMetadata(absl::Hours(1));
-  const SnapshotPtr v3 = Version(3, edge);
+  const SnapshotPtr v3 = ManagedVersion(3, edge);
   Stage(v3);
   EXPECT_EQ(Seen("edge"), v1->version()) << "edge never saw v2";
   EXPECT_EQ(Seen(CanaryKey("edge")), v3->version());
@@ -184,7 +184,7 @@ TEST_F(RolloutManagerTest, AGroupRolloutMadeMidRolloutStartsFromWhatItsProxiesSe
   EXPECT_EQ(manager_->Abort("edge")["done"], true);
   EXPECT_EQ(Seen(CanaryKey("edge")), v1->version());
   EXPECT_FALSE(held_["edge"].empty());
-  const SnapshotPtr v4 = Version(4);
+  const SnapshotPtr v4 = ManagedVersion(4);
   Stage(v4);
   EXPECT_TRUE(held_["edge"].empty()) << "edge's rollout is gone, and its hold with it";
   EXPECT_EQ(serving_.All().count("edge"), 0u);
@@ -198,18 +198,18 @@ TEST_F(RolloutManagerTest, PersistedStableSnapshotsFollowThePolicies) {
   char dir[] = "/tmp/rollout_manager_test.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string edge_file = std::string(dir) + "/rollout-stable-edge.snapshot";
-  ASSERT_TRUE(WriteSnapshotFile(*Version(99), std::string(dir) + "/rollout-stable-late.snapshot")
-                  .ok());
+  const std::string late_file = std::string(dir) + "/rollout-stable-late.snapshot";
+  ASSERT_TRUE(WriteSnapshotFile(*ManagedVersion(99), late_file).ok());
   Start({}, dir);
-  Stage(Version(1));
+  Stage(ManagedVersion(1));
   ConfiguredRollouts rollouts;
   rollouts.groups["edge"] = CanariesByMetadata();
   rollouts.groups["late"] = CanariesByMetadata();
-  const SnapshotPtr v2 = Version(2, rollouts);
+  const SnapshotPtr v2 = ManagedVersion(2, rollouts);
   Stage(v2);
-  EXPECT_EQ(Seen("late"), Version(1)->version()) << "not the old file's snapshot";
+  EXPECT_EQ(Seen("late"), ManagedVersion(1)->version()) << "not the old file's snapshot";
   EXPECT_TRUE(std::filesystem::exists(edge_file));
-  Stage(Version(3));
+  Stage(ManagedVersion(3));
   EXPECT_FALSE(std::filesystem::exists(edge_file));
   std::filesystem::remove_all(dir);
 }
@@ -220,8 +220,8 @@ TEST_F(RolloutManagerTest, PersistedStableSnapshotsFollowThePolicies) {
 TEST_F(RolloutManagerTest, ARestartMidRolloutResumesFromTheSnapshotsPolicy) {
   char dir[] = "/tmp/rollout_manager_test.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  const SnapshotPtr v1 = Version(1, ForEveryGroup(CanariesByMetadata()));
-  const SnapshotPtr v2 = Version(2, ForEveryGroup(CanariesByMetadata()));
+  const SnapshotPtr v1 = ManagedVersion(1, ForEveryGroup(CanariesByMetadata()));
+  const SnapshotPtr v2 = ManagedVersion(2, ForEveryGroup(CanariesByMetadata()));
   Start({}, dir);
   Stage(v1);
   Stage(v2);

@@ -10,7 +10,7 @@ using testing::Build;
 using testing::EdsCluster;
 using testing::Endpoints;
 
-const std::string kEds(type_url::kClusterLoadAssignment);
+const std::string kEdsType(type_url::kClusterLoadAssignment);
 
 std::vector<std::string> Names(const std::vector<ResourcePtr>& resources) {
   std::vector<std::string> names;
@@ -48,13 +48,13 @@ TEST_F(ViewCacheTest, SelectedIsSharedByEqualSubscriptions) {
   // Streams hold their subscriptions' name sets; the pool shares them.
   Selection first = Named({"a", "d", "ghost"});
   Selection second = Named({"ghost", "d", "a"});
-  ResourceListPtr one = views_.Selected(after_, kEds, first);
-  ResourceListPtr two = views_.Selected(after_, kEds, second);
+  ResourceListPtr one = views_.Selected(after_, kEdsType, first);
+  ResourceListPtr two = views_.Selected(after_, kEdsType, second);
   EXPECT_EQ(one, two) << "computed once";
   EXPECT_EQ(Names(one->resources), (std::vector<std::string>{"a", "d"}));
   EXPECT_EQ(one->digest, VersionOf(one->resources));
-  ResourceListPtr all = views_.Selected(after_, kEds, Selection{true, nullptr});
-  EXPECT_EQ(all->digest, after_->TypeVersion(kEds));
+  ResourceListPtr all = views_.Selected(after_, kEdsType, Selection{true, nullptr});
+  EXPECT_EQ(all->digest, after_->TypeVersion(kEdsType));
 }
 
 TEST_F(ViewCacheTest, ChangedFindsUpdatesAdditionsAndRemovalsInBothWalks) {
@@ -62,11 +62,11 @@ TEST_F(ViewCacheTest, ChangedFindsUpdatesAdditionsAndRemovalsInBothWalks) {
   for (const Selection& selection :
        {Selection{true, nullptr}, Named({"a", "b", "c", "d"}),
         Named({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"})}) {
-    ResourceListPtr changed = views_.Changed(before_, after_, kEds, selection);
+    ResourceListPtr changed = views_.Changed(before_, after_, kEdsType, selection);
     EXPECT_EQ(Names(changed->resources), (std::vector<std::string>{"a", "d"}));
     EXPECT_EQ(changed->removed, (std::vector<std::string>{"b"}));
   }
-  ResourceListPtr narrow = views_.Changed(before_, after_, kEds, Named({"c", "b"}));
+  ResourceListPtr narrow = views_.Changed(before_, after_, kEdsType, Named({"c", "b"}));
   EXPECT_TRUE(narrow->resources.empty());
   EXPECT_EQ(narrow->removed, (std::vector<std::string>{"b"}));
 }
@@ -85,12 +85,12 @@ SnapshotPtr Distinct(int i) {
 
 TEST_F(ViewCacheTest, EntriesGoWithTheirSnapshots) {
   Selection selection = Named({"a"});
-  views_.Changed(before_, after_, kEds, selection);
+  views_.Changed(before_, after_, kEdsType, selection);
   before_.reset();
   after_.reset();
   // One live snapshot at a time: never kSweepFloor entries after a call.
   for (int i = 0; i < 600; ++i) {
-    views_.Selected(Distinct(i), kEds, selection);
+    views_.Selected(Distinct(i), kEdsType, selection);
     ASSERT_LT(views_.size(), kSweepFloor) << "after snapshot " << i;
   }
 }
@@ -100,14 +100,14 @@ TEST_F(ViewCacheTest, LiveEntriesStayAndDeadOnesStayUnderTwiceTheLive) {
   std::vector<SnapshotPtr> live;
   for (int i = 0; i < 400; ++i) {
     live.push_back(Distinct(i));
-    views_.Selected(live.back(), kEds, selection);
+    views_.Selected(live.back(), kEdsType, selection);
   }
   EXPECT_EQ(views_.size(), 400u) << "no live entry is swept";
   live.resize(100);
   // At most 400 survived a sweep, so under 800 entries throughout; once a
   // sweep has seen only the 100 live, under kSweepFloor.
   for (int i = 0; i < 1000; ++i) {
-    views_.Selected(Distinct(1000 + i), kEds, selection);
+    views_.Selected(Distinct(1000 + i), kEdsType, selection);
     ASSERT_LT(views_.size(), 2 * 400u) << "after snapshot " << i;
   }
   EXPECT_LT(views_.size(), kSweepFloor);
