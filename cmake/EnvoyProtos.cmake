@@ -101,14 +101,15 @@ add_custom_command(
   COMMENT "Generating Envoy API messages and validators"
   VERBATIM)
 
-# Generated code is not ours to warn about, and it is big: build it once, -O1.
+# Generated code is not ours to warn about, and it is big: build it once, -O1,
+# without debug information (nobody steps through generated messages).
 # The one reader of the validators' registry is built with them
 # (src/translate/registered_validators.h says why).
 add_library(envoy_api STATIC ${_outputs} "${PROJECT_SOURCE_DIR}/src/translate/registered_validators.cc")
 target_include_directories(envoy_api PRIVATE "${PROJECT_SOURCE_DIR}")
 target_include_directories(envoy_api SYSTEM PUBLIC "${_gen}" "${HOLDFAST_PGV_SOURCE}")
 target_link_libraries(envoy_api PUBLIC protobuf::libprotobuf PkgConfig::RE2)
-target_compile_options(envoy_api PRIVATE -w -O1)
+target_compile_options(envoy_api PRIVATE -w -O1 -g0)
 
 # Generated messages and validators register themselves at static init, and
 # JSON parsing finds Any types there: keep every object in the link.
