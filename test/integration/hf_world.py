@@ -167,8 +167,11 @@ class XdsClient:
         def observe():
             if guard is not None:
                 guard()
+            # Completeness first: read after it, the lines are final; read
+            # before it, the process may finish printing in between.
+            complete = self.proc.output_complete()
             lines = self.lines(since)
-            if len(lines) < count and self.proc.output_complete():
+            if len(lines) < count and complete:
                 raise AssertionError(
                     f"client {self.node_id} exited with {self.proc.proc.returncode} after "
                     f"{len(lines)} of {count} RPC results: {lines!r}")
