@@ -138,6 +138,24 @@ TEST(EnvoyFileParserTest, AliasExpansionDoesNotGrowWithPadding) {
       << parsed.problems[0].message;
 }
 
+// A small file's aliases expand in proportion to its size, not to the
+// fixed cap: five levels (about 230,000 units from some 300 bytes) were
+// accepted under a flat 1 Mi, so a 511-byte alias bomb cost 120 ms to refuse.
+// Three levels (about 2,300 units) still pass.
+TEST(EnvoyFileParserTest, SmallFilesExpandInProportionToTheirSize) {
+  const std::string bomb = AliasLevels(4);
+  ASSERT_LT(bomb.size(), 400u);
+  ParsedFile parsed = ParseEnvoyResources(bomb);
+  ASSERT_EQ(parsed.problems.size(), 1u);
+  EXPECT_NE(parsed.problems[0].message.find("expands to too many"), std::string::npos)
+      << parsed.problems[0].message;
+
+  parsed = ParseEnvoyResources(AliasLevels(2));
+  ASSERT_EQ(parsed.problems.size(), 1u);
+  EXPECT_EQ(parsed.problems[0].message.find("expands"), std::string::npos)
+      << parsed.problems[0].message;
+}
+
 // A JSON object takes the JSON reader; what it yields, lines and messages
 // included, is what the YAML reader yields for the same text.
 TEST(EnvoyFileParserTest, JsonFilesParseAsTheYamlPathParsesThem) {
