@@ -185,7 +185,8 @@ class Replica:
         return self.admin.metric(name, **labels)
 
     def log_size(self) -> int:
-        """A mark in this process's log, for log_lines_since()."""
+        """A mark in this process's log, for log_lines_since(). A restarted
+        replica is a new process with a log of its own: a mark does not carry over."""
         return self.proc.log_size()
 
     def log_lines_since(self, mark: int) -> list[str]:
