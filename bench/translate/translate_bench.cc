@@ -2,7 +2,8 @@
 // routes each and U upstreams behind one gateway. Measures the full
 // translation (decode excluded: objects are built in memory), the snapshot
 // build, resident memory, and the time to publish a change to one virtual
-// service. Prints one markdown table row per figure.
+// service and to add or remove an upstream. Prints one markdown table row
+// per figure.
 //
 //   translate_bench [--services 10000] [--routes 10] [--upstreams 5000] [--changes 20]
 #include <unistd.h>
@@ -72,6 +73,56 @@ GatewayObject MakeService(int i, int routes, int upstreams, int generation) {
   return o;
 }
 
+double Percentile(std::vector<double> values, double fraction) {
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(values.size() * fraction))];
+}
+
+// Times of a series of changes, each translated and published.
+struct ChangeTimes {
+  std::vector<double> change, translate, build;
+
+  void Print(const char* what, bool details) const {
+    if (change.empty()) return;
+    std::printf("| %s, translate + build (median of %zu) | %.3f s |\n", what, change.size(),
+                Percentile(change, 0.5));
+    std::printf("| same, p99 | %.3f s |\n", Percentile(change, 0.99));
+    if (!details) return;
+    std::printf("| same, max | %.3f s |\n", Percentile(change, 1));
+    std::printf("| of which translate (median) | %.3f s |\n", Percentile(translate, 0.5));
+    std::printf("| of which snapshot build and release of the old one (median) | %.3f s |\n",
+                Percentile(build, 0.5));
+  }
+};
+
+// Applies a change to the input, translates, and builds the next snapshot
+// after the current one, which it then releases, as the server does.
+struct Publisher {
+  Translator& translator;
+  TranslationInput& input;
+  SnapshotPtr current;
+
+  template <typename Change>
+  bool Publish(Change change, ChangeTimes& times) {
+    change(input);
+    auto t0 = std::chrono::steady_clock::now();
+    TranslationOutput next = translator.Translate(input);
+    auto t1 = std::chrono::steady_clock::now();
+    auto next_snapshot = Snapshot::Build(std::move(next.resources), absl::Now(), {}, current.get());
+    if (!next_snapshot.ok()) {
+      std::fprintf(stderr, "snapshot: %s\n", std::string(next_snapshot.status().message()).c_str());
+      return false;
+    }
+    current = *std::move(next_snapshot);
+    next = TranslationOutput();
+    auto t2 = std::chrono::steady_clock::now();
+    times.change.push_back(Seconds(t2 - t0));
+    times.translate.push_back(Seconds(t1 - t0));
+    times.build.push_back(Seconds(t2 - t1));
+    return true;
+  }
+};
+
 int Run(int services, int routes, int upstreams, int changes) {
   TranslationInput input;
   for (int i = 0; i < upstreams; ++i) {
@@ -110,26 +161,32 @@ int Run(int services, int routes, int upstreams, int changes) {
 
   // Each change: translate, build, and the previous snapshot released (as
   // the server does when it publishes the next one).
-  std::vector<double> change_seconds, translate_seconds, build_seconds;
-  SnapshotPtr current = *snapshot;
+  Publisher publisher{translator, input, *snapshot};
+  ChangeTimes service_changes;
   for (int c = 1; c <= changes; ++c) {
     GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c);
-    input.objects.insert_or_assign(changed.key(), changed);
-    auto t0 = std::chrono::steady_clock::now();
-    TranslationOutput next = translator.Translate(input);
-    auto t1 = std::chrono::steady_clock::now();
-    auto next_snapshot =
-        Snapshot::Build(std::move(next.resources), absl::Now(), {}, current.get());
-    if (!next_snapshot.ok()) return 1;
-    current = *std::move(next_snapshot);
-    next = TranslationOutput();
-    auto t2 = std::chrono::steady_clock::now();
-    change_seconds.push_back(Seconds(t2 - t0));
-    translate_seconds.push_back(Seconds(t1 - t0));
-    build_seconds.push_back(Seconds(t2 - t1));
+    if (!publisher.Publish([&](TranslationInput& in) {
+          in.objects.insert_or_assign(changed.key(), changed);
+        }, service_changes)) {
+      return 1;
+    }
   }
-  for (auto* list : {&change_seconds, &translate_seconds, &build_seconds}) {
-    std::sort(list->begin(), list->end());
+  // Upstreams coming and going: one no route names, then one that routes of
+  // a few services name, removed and put back.
+  ChangeTimes unnamed_upstream, named_upstream;
+  for (int c = 1; c <= changes; ++c) {
+    GatewayObject extra = MakeUpstream(upstreams + c);
+    bool ok = publisher.Publish(
+        [&](TranslationInput& in) { in.objects.emplace(extra.key(), extra); }, unnamed_upstream);
+    ok = ok && publisher.Publish([&](TranslationInput& in) { in.objects.erase(extra.key()); },
+                                 unnamed_upstream);
+    GatewayObject named = MakeUpstream(c * 13 % upstreams);
+    ok = ok && publisher.Publish([&](TranslationInput& in) { in.objects.erase(named.key()); },
+                                 named_upstream);
+    ok = ok && publisher.Publish(
+                   [&](TranslationInput& in) { in.objects.emplace(named.key(), named); },
+                   named_upstream);
+    if (!ok) return 1;
   }
 
   std::printf("| figure | value |\n|---|---|\n");
@@ -139,17 +196,9 @@ int Run(int services, int routes, int upstreams, int changes) {
   std::printf("| full translation | %.3f s |\n", Seconds(translated - start));
   std::printf("| snapshot build (consistency check, digests) | %.3f s |\n", Seconds(built - translated));
   std::printf("| resident memory added | %.0f MB |\n", rss_after - rss_before);
-  if (!change_seconds.empty()) {
-    std::printf("| one virtual service changed, translate + build (median of %d) | %.3f s |\n",
-                changes, change_seconds[change_seconds.size() / 2]);
-    const size_t p99 = std::min(change_seconds.size() - 1, change_seconds.size() * 99 / 100);
-    std::printf("| same, p99 | %.3f s |\n", change_seconds[p99]);
-    std::printf("| same, max | %.3f s |\n", change_seconds.back());
-    std::printf("| of which translate (median) | %.3f s |\n",
-                translate_seconds[translate_seconds.size() / 2]);
-    std::printf("| of which snapshot build and release of the old one (median) | %.3f s |\n",
-                build_seconds[build_seconds.size() / 2]);
-  }
+  service_changes.Print("one virtual service changed", true);
+  unnamed_upstream.Print("an upstream no route names added or removed", false);
+  named_upstream.Print("an upstream some routes name removed or put back", false);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "src/translate/translator.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
@@ -23,7 +24,10 @@ struct Translator::Pass {
   // invalid ones; indexed once upstreams have been settled.
   std::map<ObjectKey, const GatewayObject*> effective;
   ObjectIndex index;
-  std::string epoch;  // RoutingEpoch of the index
+  std::string route_tables_epoch;  // RouteTablesEpoch of the index
+  // UpstreamRefHash of the upstreams added to or gone from the index since
+  // the last translation, sorted: services that name one translate again.
+  std::vector<size_t> upstreams_changed;
   DomainOwners next_owners;
 };
 
@@ -52,6 +56,29 @@ std::optional<DiscoveredService> NamedService(const GatewayObject& upstream,
   auto found = services.find(*key);
   if (found == services.end()) return std::nullopt;
   return found->second;
+}
+
+// UpstreamRefHash of the upstreams that entered or left `index` since
+// `known` (the upstreams of the last index, in key order), sorted; `known`
+// becomes this index's upstreams.
+std::vector<size_t> UpstreamsChanged(const ObjectIndex& index, std::vector<ObjectKey>& known) {
+  const auto& all = index.All();
+  auto begin = all.lower_bound({kind::kUpstream, "", ""}), end = begin;
+  while (end != all.end() && end->first.kind == kind::kUpstream) ++end;
+  if (std::equal(begin, end, known.begin(), known.end(),
+                 [](const auto& entry, const ObjectKey& key) { return entry.first == key; })) {
+    return {};  // the usual case: a change that adds or removes no upstream
+  }
+  std::vector<ObjectKey> now;
+  for (auto it = begin; it != end; ++it) now.push_back(it->first);
+  std::vector<ObjectKey> changed;
+  std::set_symmetric_difference(known.begin(), known.end(), now.begin(), now.end(),
+                                std::back_inserter(changed));
+  known = std::move(now);
+  std::vector<size_t> hashes;
+  for (const ObjectKey& key : changed) hashes.push_back(UpstreamRefHash(key.ns, key.name));
+  std::sort(hashes.begin(), hashes.end());
+  return hashes;
 }
 
 // Virtual services and their translations.
@@ -86,7 +113,8 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   CollectEffective(input, pass);
   TranslateUpstreams(pass);
   for (const auto& [key, object] : pass.effective) pass.index.Add(object);
-  pass.epoch = RoutingEpoch(pass.index);
+  pass.route_tables_epoch = RouteTablesEpoch(pass.index);
+  pass.upstreams_changed = UpstreamsChanged(pass.index, upstreams_indexed_);
   TranslateServices(pass);
   TranslateGateways(pass);
   if (options_.grpc_listeners) AddGrpcListeners(pass);
@@ -184,19 +212,29 @@ void Translator::TranslateUpstreams(Pass& pass) {
 absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs,
                                                      ServiceOutputs::iterator cached,
                                                      const Pass& pass) {
-  const std::string& epoch = pass.epoch;
-  if (cached != service_cache_.end() && cached->second.digest == vs.content_digest &&
-      cached->second.epoch == epoch) {
+  if (cached != service_cache_.end() && StillCurrent(cached->second, vs, pass)) {
     return std::move(cached->second);
   }
   return TranslateVirtualService(
-      vs, ServiceContext{&pass.index, options_.missing_upstream_status, epoch});
+      vs, ServiceContext{&pass.index, options_.missing_upstream_status, pass.route_tables_epoch});
+}
+
+bool Translator::StillCurrent(const ServiceOutput& cached, const GatewayObject& vs,
+                              const Pass& pass) {
+  if (cached.digest != vs.content_digest) return false;
+  const ServiceDependencies& depends_on = cached.depends_on;
+  if (depends_on.route_tables && *depends_on.route_tables != pass.route_tables_epoch) return false;
+  const std::vector<size_t>& changed = pass.upstreams_changed;
+  return changed.empty() ||
+         std::none_of(depends_on.upstreams.begin(), depends_on.upstreams.end(), [&](size_t named) {
+           return std::binary_search(changed.begin(), changed.end(), named);
+         });
 }
 
 // Virtual services: routes with delegation expanded, for gateways and for
-// proxyless gRPC clients. Reused while the service and everything routing can
-// depend on (route tables, which upstreams exist) are unchanged; endpoint
-// changes never invalidate.
+// proxyless gRPC clients. Reused while the service and what its routes
+// depend on (the route tables, if it delegates; whether the upstreams it
+// names exist) are unchanged; upstream contents and endpoints never matter.
 void Translator::TranslateServices(Pass& pass) {
   ServiceOutputs next_services;
   auto cursor = service_cache_.begin();

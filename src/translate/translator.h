@@ -85,6 +85,8 @@ class Translator {
   // `cached` is vs's entry in service_cache_, or its end.
   absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs,
                                            ServiceOutputs::iterator cached, const Pass& pass);
+  // Whether `cached`, a translation of vs's key, still holds for vs in `pass`.
+  static bool StillCurrent(const ServiceOutput& cached, const GatewayObject& vs, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.
   const GatewayObject* LastGood(const GatewayObject& object) const;
 
@@ -92,6 +94,7 @@ class Translator {
   ServiceOutputs service_cache_;
   std::map<ObjectKey, GatewayObject> last_accepted_;
   UpstreamCache upstream_cache_;
+  std::vector<ObjectKey> upstreams_indexed_;  // the last index's upstreams, in key order
   // Who served each domain last time: on a conflict the incumbent keeps it.
   DomainOwners domain_owners_;
 };

@@ -1,5 +1,8 @@
 #include "src/translate/virtual_service.h"
 
+#include <algorithm>
+
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -23,7 +26,7 @@ struct VirtualHosts {
 };
 
 VirtualHosts TranslateRoutes(const GatewayObject& vs, const ServiceContext& context,
-                             StatusMap& scratch) {
+                             StatusMap& scratch, std::vector<size_t>* upstreams_named) {
   VirtualHosts hosts;
   const auto& spec = std::get<VirtualServiceSpec>(*vs.spec);
   const std::string vhost_name = absl::StrCat(vs.meta.ns, "/", vs.meta.name);
@@ -34,8 +37,9 @@ VirtualHosts TranslateRoutes(const GatewayObject& vs, const ServiceContext& cont
     hosts.for_grpc.add_domains(domain);
   }
   const ObjectIndex& index = *context.index;
-  auto resolver_for = [&index](const std::string& ns) {
-    return [&index, ns](const ObjectRef& ref) -> std::string {
+  auto resolver_for = [&index, upstreams_named](const std::string& ns) {
+    return [&index, upstreams_named, ns](const ObjectRef& ref) -> std::string {
+      upstreams_named->push_back(UpstreamRefHash(ref.ns.empty() ? ns : ref.ns, ref.name));
       const GatewayObject* upstream = index.Find(kind::kUpstream, ref, ns);
       return upstream == nullptr ? "" : names::Cluster(upstream->meta.ns, upstream->meta.name);
     };
@@ -72,9 +76,17 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
                                                       const ServiceContext& context) {
   ServiceOutput out;
   out.digest = vs.content_digest;
-  out.epoch = context.epoch;
+  const auto& routes = std::get<VirtualServiceSpec>(*vs.spec).routes;
+  if (std::any_of(routes.begin(), routes.end(),
+                  [](const Route& r) { return std::holds_alternative<Delegate>(r.action); })) {
+    out.depends_on.route_tables = context.route_tables_epoch;
+  }
   StatusMap scratch;  // warnings of this service and the tables it uses
-  VirtualHosts hosts = TranslateRoutes(vs, context, scratch);
+  std::vector<size_t>& upstreams = out.depends_on.upstreams;
+  VirtualHosts hosts = TranslateRoutes(vs, context, scratch, &upstreams);
+  std::sort(upstreams.begin(), upstreams.end());
+  upstreams.erase(std::unique(upstreams.begin(), upstreams.end()), upstreams.end());
+  upstreams.shrink_to_fit();
   if (absl::Status valid = ValidateEnvoyResource(hosts.for_gateway); !valid.ok()) {
     return Refused("virtual host", valid);
   }
@@ -109,16 +121,17 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
   return out;
 }
 
-std::string RoutingEpoch(const ObjectIndex& index) {
+std::string RouteTablesEpoch(const ObjectIndex& index) {
   std::string input;
   for (const GatewayObject* table : index.OfKind(kind::kRouteTable)) {
     absl::StrAppend(&input, table->meta.ns, "/", table->meta.name, "=", table->content_digest,
                     "\n");
   }
-  for (const GatewayObject* upstream : index.OfKind(kind::kUpstream)) {
-    absl::StrAppend(&input, upstream->meta.ns, "/", upstream->meta.name, "\n");
-  }
   return ContentDigest(input);
+}
+
+size_t UpstreamRefHash(const std::string& ns, const std::string& name) {
+  return absl::HashOf(ns, name);
 }
 
 }  // namespace holdfast

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,12 +14,22 @@
 
 namespace holdfast {
 
+// What a translated service's routes depend on besides the service itself.
+struct ServiceDependencies {
+  // UpstreamRefHash of every upstream its routes, and the tables they
+  // delegate to, named (found or not), sorted: the translation is stale when
+  // one of them appears or disappears. Upstream content never matters here.
+  std::vector<size_t> upstreams;
+  // The route tables' epoch it was translated against, if it delegates.
+  std::optional<std::string> route_tables;
+};
+
 // A virtual service translated once for gateways and once for proxyless gRPC
-// clients. Reused by the translator while `digest` (the service) and `epoch`
-// (what its routes can depend on) hold.
+// clients. Reused by the translator while `digest` (the service) and its
+// dependencies hold.
 struct ServiceOutput {
   std::string digest;
-  std::string epoch;
+  ServiceDependencies depends_on;
   std::string gateway_vhost;         // encoded VirtualHost for gateway route configs
   std::string gateway_vhost_digest;  // ContentDigest(gateway_vhost), for their versions
   bool cors = false;
@@ -34,7 +45,7 @@ using ServiceOutputs = std::map<ObjectKey, ServiceOutput>;
 struct ServiceContext {
   const ObjectIndex* index;
   uint32_t missing_upstream_status;
-  std::string epoch;
+  std::string route_tables_epoch;  // RouteTablesEpoch(*index)
 };
 
 // Translates one virtual service, delegation expanded. Fails, naming the
@@ -44,8 +55,11 @@ struct ServiceContext {
 absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
                                                       const ServiceContext& context);
 
-// What translated routes can depend on besides their own object: the route
-// tables (content) and which upstreams exist (not their endpoints).
-std::string RoutingEpoch(const ObjectIndex& index);
+// The route tables as delegation sees them: their keys and contents.
+std::string RouteTablesEpoch(const ObjectIndex& index);
+
+// Identifies an upstream key in ServiceDependencies::upstreams. Two keys may
+// share a hash: that only makes a service translate again needlessly.
+size_t UpstreamRefHash(const std::string& ns, const std::string& name);
 
 }  // namespace holdfast

@@ -345,6 +345,36 @@ TEST(TranslatorTest, AfterEachChangeThePublishedSnapshotIsAFullTranslations) {
       {"an upstream back", [](World& w) { w["u1"] = ManyServices()["u1"]; }},
       {"a gateway's port", [](World& w) { w["gw"] = Replaced(w["gw"], "8080", "8090"); }},
       {"a gateway removed", [](World& w) { w.erase("listed"); }},
+      {"a route names a missing upstream",
+       [](World& w) { w["vs7"] = Replaced(w["vs7"], "upstream: u1", "upstream: u9"); }},
+      {"that upstream appears",
+       [](World& w) { w["u9"] = Replaced(ManyServices()["u1"], "name: u1", "name: u9"); }},
+      {"a route table names it",
+       [](World& w) { w["table"] = Replaced(w["table"], "upstream: u5", "upstream: u9"); }},
+      {"it goes again", [](World& w) { w.erase("u9"); }},
+      {"a mirror of another namespace's upstream",
+       [](World& w) {
+         w["vs10"] = Replaced(
+             w["vs10"], "upstream: u4}",
+             "upstream: u4, options: {mirrors: [{upstream: m, namespace: other}]}}");
+       }},
+      {"that upstream appears in its namespace",
+       [](World& w) {
+         w["m"] = "kind: Upstream\nmetadata: {name: m, namespace: other}\n"
+                  "spec: {hosts: [{address: 127.0.0.9, port: 80}]}\n";
+       }},
+      {"a delegation by selector",
+       [](World& w) {
+         w["vs11"] = Replaced(w["vs11"], "routes:\n",
+                              "routes:\n  - match: {prefix: /s}\n"
+                              "    delegate: {selector: {labels: {team: s}}}\n");
+       }},
+      {"a table it selects appears",
+       [](World& w) {
+         w["picked"] =
+             "kind: RouteTable\nmetadata: {name: picked, namespace: ns, labels: {team: s}}\n"
+             "spec:\n  routes:\n  - {match: {prefix: /s/1}, upstream: u2}\n";
+       }},
   };
   Translator warm;
   warm.Translate(LoadWorld(world));
@@ -361,6 +391,60 @@ TEST(TranslatorTest, AfterEachChangeThePublishedSnapshotIsAFullTranslations) {
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ((*a)->version(), (*b)->version());
   }
+}
+
+// The gRPC route configuration of each virtual service, by name.
+std::map<std::string, const Resource*> GrpcRoutes(const TranslationOutput& out) {
+  std::map<std::string, const Resource*> routes;
+  for (const ResourcePtr& r : out.resources) {
+    if (r->type_url() == type_url::kRouteConfiguration && r->name().starts_with("grpc/")) {
+      routes[r->name()] = r.get();
+    }
+  }
+  return routes;
+}
+
+// The names whose resource is not the very object `before` had.
+std::set<std::string> Remade(const std::map<std::string, const Resource*>& before,
+                             const std::map<std::string, const Resource*>& after) {
+  std::set<std::string> remade;
+  for (const auto& [name, resource] : after) {
+    auto it = before.find(name);
+    if (it == before.end() || it->second != resource) remade.insert(name);
+  }
+  return remade;
+}
+
+// Adding or removing an upstream translates again only the services whose
+// routes (or the tables they delegate to) name it, not all of them.
+TEST(TranslatorTest, AnUpstreamComingOrGoingTranslatesOnlyTheServicesNamingIt) {
+  World world = ManyServices();
+  Translator translator;
+  TranslationOutput base = translator.Translate(LoadWorld(world));
+  const auto base_routes = GrpcRoutes(base);
+  ASSERT_EQ(base_routes.size(), 12u);
+
+  world["u9"] = Replaced(world["u1"], "name: u1", "name: u9");
+  TranslationOutput added = translator.Translate(LoadWorld(world));
+  EXPECT_EQ(Remade(base_routes, GrpcRoutes(added)), std::set<std::string>{})
+      << "no route names u9";
+
+  world.erase("u1");  // named by vs1 and vs7
+  TranslationOutput removed = translator.Translate(LoadWorld(world));
+  EXPECT_EQ(Remade(GrpcRoutes(added), GrpcRoutes(removed)),
+            (std::set<std::string>{"grpc/ns/vs1", "grpc/ns/vs7"}));
+
+  world.erase("u5");  // named by vs5, vs11 and the table vs0, vs4 and vs8 delegate to
+  TranslationOutput table_upstream = translator.Translate(LoadWorld(world));
+  EXPECT_EQ(Remade(GrpcRoutes(removed), GrpcRoutes(table_upstream)),
+            (std::set<std::string>{"grpc/ns/vs0", "grpc/ns/vs11", "grpc/ns/vs4", "grpc/ns/vs5",
+                                   "grpc/ns/vs8"}));
+
+  world["table"] = Replaced(world["table"], "/t", "/tt");
+  TranslationOutput table = translator.Translate(LoadWorld(world));
+  EXPECT_EQ(Remade(GrpcRoutes(table_upstream), GrpcRoutes(table)),
+            (std::set<std::string>{"grpc/ns/vs0", "grpc/ns/vs4", "grpc/ns/vs8"}))
+      << "only the services that delegate";
 }
 
 // A translation's snapshot, written as the last good one and read back at
