@@ -1,7 +1,10 @@
 #include "src/translate/envoy_validation.h"
 
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,10 +22,50 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+// Where a message sits in the resource being checked. Written out only for
+// an error: most resources are valid, and most of their fields hold none.
+struct FieldPath {
+  const FieldPath* parent = nullptr;
+  const FieldDescriptor* field = nullptr;  // null at the root
+  int index = -1;                          // in a repeated field
+
+  std::string ToString() const {
+    if (field == nullptr) return "";
+    std::string out = parent == nullptr ? "" : parent->ToString();
+    absl::StrAppend(&out, out.empty() ? "" : ".", field->name());
+    if (index >= 0) absl::StrAppend(&out, "[", index, "]");
+    return out;
+  }
+};
+
+// Whether a message of this type can hold an Any at any depth: the others
+// are covered whole by the validator of the message around them. Computed
+// once per type and thread (descriptors never change).
+bool CanHoldAny(const Descriptor* type) {
+  thread_local absl::flat_hash_map<const Descriptor*, bool> known;
+  auto [entry, fresh] = known.try_emplace(type, false);
+  if (!fresh) return entry->second;
+  absl::flat_hash_set<const Descriptor*> seen = {type};
+  std::vector<const Descriptor*> next = {type};
+  bool found = false;
+  while (!next.empty() && !found) {
+    const Descriptor* message = next.back();
+    next.pop_back();
+    for (int i = 0; i < message->field_count() && !found; ++i) {
+      const Descriptor* field_type = message->field(i)->message_type();
+      if (field_type == nullptr || !seen.insert(field_type).second) continue;
+      found = field_type == Any::descriptor();
+      next.push_back(field_type);
+    }
+  }
+  entry->second = found;  // no insertion into `known` since try_emplace
+  return found;
+}
+
 // Checks `message` with its generated validator when `validate_self` (the
 // validator already covers plain sub-messages), then descends to find Any
 // fields, which validators treat as opaque.
-absl::Status Walk(const Message& message, const std::string& path, bool validate_self);
+absl::Status Walk(const Message& message, const FieldPath& path, bool validate_self);
 
 // protoc-gen-validate reports a nested failure as a chain:
 //   "AValidationError.Endpoints[0]: embedded message failed validation |
@@ -54,23 +97,24 @@ std::string PgvErrorToFieldPath(const std::string& error) {
   return absl::StrCat(absl::StrJoin(fields, "."), ": ", reason);
 }
 
-absl::Status CheckAny(const Any& any, const std::string& path) {
+absl::Status CheckAny(const Any& any, const FieldPath& path) {
   std::string type_name = any.type_url().substr(any.type_url().rfind('/') + 1);
   const Descriptor* descriptor =
       google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type_name);
   if (descriptor == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": unknown type ", any.type_url(), " (holdfast cannot check it)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path.ToString(), ": unknown type ", any.type_url(), " (holdfast cannot check it)"));
   }
   std::unique_ptr<Message> inner(
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
   if (!any.UnpackTo(inner.get())) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot unpack ", any.type_url()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.ToString(), ": cannot unpack ", any.type_url()));
   }
   return Walk(*inner, path, /*validate_self=*/true);
 }
 
-absl::Status CheckField(const Message& field_value, const std::string& path) {
+absl::Status CheckField(const Message& field_value, const FieldPath& path) {
   if (field_value.GetDescriptor() == Any::descriptor()) {
     Any any;
     any.CopyFrom(field_value);
@@ -79,7 +123,7 @@ absl::Status CheckField(const Message& field_value, const std::string& path) {
   return Walk(field_value, path, /*validate_self=*/false);
 }
 
-absl::Status Walk(const Message& message, const std::string& path, bool validate_self) {
+absl::Status Walk(const Message& message, const FieldPath& path, bool validate_self) {
   if (validate_self) {
     std::string error;
     bool valid = false;
@@ -91,8 +135,9 @@ absl::Status Walk(const Message& message, const std::string& path, bool validate
       error = e.what();
     }
     if (!valid) {
+      const std::string where = path.ToString();
       return absl::InvalidArgumentError(
-          absl::StrCat(path.empty() ? "" : absl::StrCat(path, "."), PgvErrorToFieldPath(error)));
+          absl::StrCat(where, where.empty() ? "" : ".", PgvErrorToFieldPath(error)));
     }
   }
 
@@ -103,16 +148,17 @@ absl::Status Walk(const Message& message, const std::string& path, bool validate
   reflection->ListFields(message, &fields);
   for (const FieldDescriptor* field : fields) {
     // Map entries are messages too (typed_per_filter_config holds Anys).
-    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
-    std::string field_path = path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    const Descriptor* type = field->message_type();
+    if (type == nullptr || (type != Any::descriptor() && !CanHoldAny(type))) continue;
     if (field->is_repeated()) {
       for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
         absl::Status status = CheckField(reflection->GetRepeatedMessage(message, field, i),
-                                         absl::StrCat(field_path, "[", i, "]"));
+                                         FieldPath{&path, field, i});
         if (!status.ok()) return status;
       }
     } else {
-      absl::Status status = CheckField(reflection->GetMessage(message, field), field_path);
+      absl::Status status =
+          CheckField(reflection->GetMessage(message, field), FieldPath{&path, field});
       if (!status.ok()) return status;
     }
   }
@@ -122,7 +168,7 @@ absl::Status Walk(const Message& message, const std::string& path, bool validate
 }  // namespace
 
 absl::Status ValidateEnvoyResource(const Message& message) {
-  return Walk(message, "", /*validate_self=*/true);
+  return Walk(message, FieldPath(), /*validate_self=*/true);
 }
 
 }  // namespace holdfast

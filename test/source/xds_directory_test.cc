@@ -239,6 +239,19 @@ api_listener:
         routes: []
 )",
        "api_listener.api_listener"},
+      {"empty stat prefix of an HCM in a filter chain (path through lists and Any)",
+       R"("@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 80}}
+filter_chains:
+- filters: [{name: a, typed_config: {"@type": type.googleapis.com/google.protobuf.Empty}}]
+- filters:
+  - name: hcm
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+      rds: {route_config_name: r, config_source: {ads: {}}}
+)",
+       "filter_chains[1].filters[0].typed_config.stat_prefix: value length must be at least 1"},
   };
   for (const Case& c : cases) {
     ParsedFile parsed = ParseEnvoyResources(c.yaml);
