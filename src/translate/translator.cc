@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "src/common/parallel_for.h"
 #include "src/translate/cluster.h"
 #include "src/translate/envoy_validation.h"
 #include "src/translate/rollout_policies.h"
@@ -231,21 +233,52 @@ bool Translator::StillCurrent(const ServiceOutput& cached, const GatewayObject& 
          });
 }
 
+std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> Translator::TranslateStale(
+    const std::vector<const GatewayObject*>& services,
+    const std::vector<ServiceOutputs::iterator>& cached, const Pass& pass) {
+  std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> stale;
+  for (size_t i = 0; i < services.size(); ++i) {
+    if (cached[i] == service_cache_.end() || !StillCurrent(cached[i]->second, *services[i], pass)) {
+      stale.emplace_back(i, absl::UnknownError("not translated"));
+    }
+  }
+  const ServiceContext context{&pass.index, options_.missing_upstream_status,
+                               pass.route_tables_epoch};
+  // Services translate independently from the settled index; below some
+  // dozens, starting threads costs more than it saves.
+  constexpr size_t kWorthThreads = 64;
+  const int threads = stale.size() < kWorthThreads ? 1
+                      : options_.threads > 0   ? options_.threads
+                                               : std::thread::hardware_concurrency();
+  ParallelFor(stale.size(), threads, [&](size_t j) {
+    stale[j].second = TranslateVirtualService(*services[stale[j].first], context);
+  });
+  return stale;
+}
+
 // Virtual services: routes with delegation expanded, for gateways and for
 // proxyless gRPC clients. Reused while the service and what its routes
 // depend on (the route tables, if it delegates; whether the upstreams it
 // names exist) are unchanged; upstream contents and endpoints never matter.
 void Translator::TranslateServices(Pass& pass) {
-  ServiceOutputs next_services;
+  const std::vector<const GatewayObject*> services = pass.index.OfKind(kind::kVirtualService);
+  std::vector<ServiceOutputs::iterator> cached;
+  cached.reserve(services.size());
   auto cursor = service_cache_.begin();
-  for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
-    auto cached = SeekKeyOf(service_cache_, cursor, *vs);
-    absl::StatusOr<ServiceOutput> service = ServiceFor(*vs, cached, pass);
+  for (const GatewayObject* vs : services) cached.push_back(SeekKeyOf(service_cache_, cursor, *vs));
+  auto translated = TranslateStale(services, cached, pass);
+  auto fresh = translated.begin();
+  ServiceOutputs next_services;
+  for (size_t i = 0; i < services.size(); ++i) {
+    const GatewayObject* vs = services[i];
+    const bool stale = fresh != translated.end() && fresh->first == i;
+    absl::StatusOr<ServiceOutput> service =
+        stale ? std::move((fresh++)->second) : std::move(cached[i]->second);
     if (!service.ok()) {
       ObjectStatus& status = pass.statuses[vs->key()];
       status.Reject("spec", std::string(service.status().message()));
       const GatewayObject* last = LastGood(*vs);
-      if (last == nullptr || !(service = ServiceFor(*last, cached, pass)).ok()) continue;
+      if (last == nullptr || !(service = ServiceFor(*last, cached[i], pass)).ok()) continue;
       pass.index.Add(last);  // gateways see the domains it serves
       status.serving_last_good = true;
     }

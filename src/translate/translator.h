@@ -18,6 +18,10 @@ struct TranslatorOptions {
   // Also serve every virtual service to proxyless gRPC clients: an API
   // listener per domain and a route configuration per virtual service.
   bool grpc_listeners = true;
+  // Threads that translate virtual services when many must be translated
+  // (at start, or when a route table many delegate to changes); 0: one per
+  // core. A change to a few services runs on the caller's thread alone.
+  int threads = 0;
 };
 
 struct TranslationInput {
@@ -85,6 +89,11 @@ class Translator {
   // `cached` is vs's entry in service_cache_, or its end.
   absl::StatusOr<ServiceOutput> ServiceFor(const GatewayObject& vs,
                                            ServiceOutputs::iterator cached, const Pass& pass);
+  // Translations of the `services` whose cached one (in `cached`, or its
+  // end) no longer holds, with their positions, in order.
+  std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> TranslateStale(
+      const std::vector<const GatewayObject*>& services,
+      const std::vector<ServiceOutputs::iterator>& cached, const Pass& pass);
   // Whether `cached`, a translation of vs's key, still holds for vs in `pass`.
   static bool StillCurrent(const ServiceOutput& cached, const GatewayObject& vs, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -445,6 +446,27 @@ TEST(TranslatorTest, AnUpstreamComingOrGoingTranslatesOnlyTheServicesNamingIt) {
   EXPECT_EQ(Remade(GrpcRoutes(table_upstream), GrpcRoutes(table)),
             (std::set<std::string>{"grpc/ns/vs0", "grpc/ns/vs4", "grpc/ns/vs8"}))
       << "only the services that delegate";
+}
+
+// Translated on several threads (as at start, with many services), the
+// output is the one a single thread gives, warnings and refusals included.
+TEST(TranslatorTest, ManyServicesTranslateTheSameOnSeveralThreads) {
+  World world = ManyServices();
+  for (int i = 12; i < 300; ++i) {
+    world[absl::StrCat("vs", i)] = absl::StrReplaceAll(
+        ManyServices()["vs4"], {{"vs4", absl::StrCat("vs", i)},
+                                // u6 does not exist: a warning
+                                {"upstream: u4", absl::StrCat("upstream: u", i % 7)}});
+  }
+  world["vs13"] = Replaced(world["vs13"], "prefix: /a}",  // Envoy would refuse it
+                           "prefix: /a, headers: [{name: \"x\\r\\ny\", exact: \"1\"}]}");
+  const TranslationInput input = LoadWorld(world);
+  TranslationOutput one = Translator(TranslatorOptions{.threads = 1}).Translate(input);
+  TranslationOutput four = Translator(TranslatorOptions{.threads = 4}).Translate(input);
+  EXPECT_EQ(Published(one), Published(four));
+  EXPECT_EQ(one.statuses.at({kind::kVirtualService, "ns", "vs13"}).state, StatusState::kRejected);
+  EXPECT_EQ(one.statuses.at({kind::kVirtualService, "ns", "vs20"}).state, StatusState::kWarning);
+  EXPECT_EQ(GrpcRoutes(four).size(), 299u) << "all but the refused one";
 }
 
 // A translation's snapshot, written as the last good one and read back at
