@@ -6,6 +6,7 @@
 // per figure.
 //
 //   translate_bench [--services 10000] [--routes 10] [--upstreams 5000] [--changes 20]
+//                   [--threads 0]   (0: one per core, as the server)
 #include <unistd.h>
 
 #include <algorithm>
@@ -123,7 +124,7 @@ struct Publisher {
   }
 };
 
-int Run(int services, int routes, int upstreams, int changes) {
+int Run(int services, int routes, int upstreams, int changes, int threads) {
   TranslationInput input;
   for (int i = 0; i < upstreams; ++i) {
     GatewayObject o = MakeUpstream(i);
@@ -144,7 +145,7 @@ int Run(int services, int routes, int upstreams, int changes) {
   input.objects.emplace(gateway.key(), gateway);
 
   const double rss_before = RssMb();
-  Translator translator;
+  Translator translator(TranslatorOptions{.threads = threads});
   auto start = std::chrono::steady_clock::now();
   TranslationOutput out = translator.Translate(input);
   auto translated = std::chrono::steady_clock::now();
@@ -206,7 +207,7 @@ int Run(int services, int routes, int upstreams, int changes) {
 }  // namespace holdfast
 
 int main(int argc, char** argv) {
-  int services = 10000, routes = 10, upstreams = 5000, changes = 20;
+  int services = 10000, routes = 10, upstreams = 5000, changes = 20, threads = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     int value = std::atoi(argv[i + 1]);
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
     else if (flag == "--routes") routes = value;
     else if (flag == "--upstreams") upstreams = value;
     else if (flag == "--changes") changes = value;
+    else if (flag == "--threads") threads = value;
   }
-  return holdfast::Run(services, routes, upstreams, changes);
+  return holdfast::Run(services, routes, upstreams, changes, threads);
 }

@@ -1,10 +1,12 @@
 #include "src/translate/envoy_validation.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -60,6 +62,27 @@ bool CanHoldAny(const Descriptor* type) {
   }
   entry->second = found;  // no insertion into `known` since try_emplace
   return found;
+}
+
+// The fields of `type` that can hold an Any (an Any, or a message that can
+// hold one at some depth), by field number as ListFields gives them: the
+// only fields a walk looks into. Map fields are among them when their
+// values can (typed_per_filter_config). Computed once per type and thread.
+const std::vector<const FieldDescriptor*>& FieldsHoldingAny(const Descriptor* type) {
+  // Node-based: a reference handed out stays valid as other types are added.
+  thread_local absl::node_hash_map<const Descriptor*, std::vector<const FieldDescriptor*>> known;
+  auto [entry, fresh] = known.try_emplace(type);
+  if (!fresh) return entry->second;
+  std::vector<const FieldDescriptor*>& fields = entry->second;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const Descriptor* field_type = type->field(i)->message_type();
+    if (field_type != nullptr && (field_type == Any::descriptor() || CanHoldAny(field_type))) {
+      fields.push_back(type->field(i));
+    }
+  }
+  std::sort(fields.begin(), fields.end(),
+            [](const auto* a, const auto* b) { return a->number() < b->number(); });
+  return fields;
 }
 
 // Checks `message` with its generated validator when `validate_self` (the
@@ -144,19 +167,14 @@ absl::Status Walk(const Message& message, const FieldPath& path, bool validate_s
   // The validator checked this message's own rules and its plain
   // sub-messages; Any fields are opaque to it, so descend into them here.
   const Reflection* reflection = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    // Map entries are messages too (typed_per_filter_config holds Anys).
-    const Descriptor* type = field->message_type();
-    if (type == nullptr || (type != Any::descriptor() && !CanHoldAny(type))) continue;
+  for (const FieldDescriptor* field : FieldsHoldingAny(message.GetDescriptor())) {
     if (field->is_repeated()) {
       for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
         absl::Status status = CheckField(reflection->GetRepeatedMessage(message, field, i),
                                          FieldPath{&path, field, i});
         if (!status.ok()) return status;
       }
-    } else {
+    } else if (reflection->HasField(message, field)) {
       absl::Status status =
           CheckField(reflection->GetMessage(message, field), FieldPath{&path, field});
       if (!status.ok()) return status;
