@@ -1,5 +1,7 @@
 #include "src/gateway_api/holdfast_objects.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "src/common/forget_unused.h"
 #include "src/common/utf8.h"
@@ -9,53 +11,32 @@
 namespace holdfast::gateway_api {
 namespace {
 
-// Writes `value` into `node` as the node a YAML parser makes of its JSON
-// text (every scalar as its text). `node` is part of the document, so every
-// node is made in the document's memory: subtrees built apart and attached
-// are merged node by node, which cost more than parsing. False when a
-// string is not UTF-8: the text, written with replacement characters, is
-// decoded then.
-bool FillYaml(const nlohmann::json& value, YAML::Node node) {
+// Whether every key and string in `value` is UTF-8, as DecodeJson needs.
+bool AllUtf8(const nlohmann::json& value) {
   switch (value.type()) {
     case nlohmann::json::value_t::object:
-      if (value.empty()) node = YAML::Node(YAML::NodeType::Map);
       for (const auto& [key, item] : value.items()) {
-        if (!IsValidUtf8(key) || !FillYaml(item, node[key])) return false;
+        if (!IsValidUtf8(key) || !AllUtf8(item)) return false;
       }
       return true;
     case nlohmann::json::value_t::array:
-      if (value.empty()) node = YAML::Node(YAML::NodeType::Sequence);
-      for (size_t i = 0; i < value.size(); ++i) {
-        if (!FillYaml(value[i], node[i])) return false;
-      }
-      return true;
-    case nlohmann::json::value_t::string: {
-      const std::string& text = value.get_ref<const std::string&>();
-      if (!IsValidUtf8(text)) return false;
-      node = text;
-      return true;
-    }
-    case nlohmann::json::value_t::null:
-    case nlohmann::json::value_t::discarded:
-      node = YAML::Node(YAML::NodeType::Null);
-      return true;
-    default:  // numbers and booleans, as JSON writes them
-      node = value.dump();
+      return std::all_of(value.begin(), value.end(),
+                         [](const auto& item) { return AllUtf8(item); });
+    case nlohmann::json::value_t::string:
+      return IsValidUtf8(value.get_ref<const std::string&>());
+    default:
       return true;
   }
 }
 
-// The document around `spec`, as the node its text parses to.
-std::optional<YAML::Node> DocumentOf(const std::string& kind, const std::string& ns,
-                                     const nlohmann::json& spec) {
-  if (!IsValidUtf8(kind) || !IsValidUtf8(ns)) return std::nullopt;
-  YAML::Node document(YAML::NodeType::Map);
-  document["apiVersion"] = "holdfast.dev/v1";
-  document["kind"] = kind;
-  document["metadata"]["name"] = "synthesized";
-  document["metadata"]["namespace"] = ns;
-  if (!FillYaml(spec, document["spec"])) return std::nullopt;
-  return document;
+// The document around `spec`; nullopt when some text in it is not UTF-8.
+std::optional<nlohmann::json> DocumentOf(const std::string& kind, const std::string& ns,
+                                         const nlohmann::json& spec) {
+  if (!IsValidUtf8(kind) || !IsValidUtf8(ns) || !AllUtf8(spec)) return std::nullopt;
+  return nlohmann::json{{"apiVersion", "holdfast.dev/v1"},
+                        {"kind", kind},
+                        {"metadata", {{"name", "synthesized"}, {"namespace", ns}}},
+                        {"spec", spec}};
 }
 
 void KeepDecoded(const DecodedObject& decoded, std::optional<GatewayObject>* object,
@@ -106,9 +87,10 @@ std::optional<GatewayObject> HoldfastObjectDecoder::Decode(const std::string& ki
   entry.used = true;
   if (fresh) {
     // Parsing the text, and writing the document out again for its digest,
-    // took most of a conversion's time: the text is only the key.
-    if (std::optional<YAML::Node> document = DocumentOf(kind, ns, spec)) {
-      KeepDecoded(DecodeNode(*document, at.file, ContentDigest(text)), &entry.object,
+    // took most of a conversion's time, then so did copying it into
+    // yaml-cpp's nodes: the JSON is decoded as it is, the text is the key.
+    if (std::optional<nlohmann::json> document = DocumentOf(kind, ns, spec)) {
+      KeepDecoded(DecodeJson(*document, at.file, ContentDigest(text)), &entry.object,
                   &entry.errors);
     } else {
       ++decoded_as_text_;

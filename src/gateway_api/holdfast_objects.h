@@ -18,9 +18,10 @@ namespace holdfast::gateway_api {
 // synthesized name the decoder would refuse: that is what keeps it apart
 // from users' objects). Errors go to `errors`, paths as the decoder's.
 //
-// The document is decoded as the node its JSON text would parse to, built
-// in memory (parsing the text and writing it out again for a digest cost
-// two thirds of a first conversion); the text is the cache key. Every
+// The document is decoded from the JSON as it is (DecodeJson), with the
+// results its text would give (parsing the text and writing it out again
+// for a digest cost two thirds of a first conversion); the text is the
+// cache key. Every
 // change to a Gateway API object converts them all again: a decoder
 // remembers what each text decoded to and reuses it while the text is the
 // same, so a change to one of 10,000 HTTPRoutes decodes one object, not

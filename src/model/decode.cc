@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -694,11 +695,11 @@ std::optional<ObjectSpec> DecodeSpec(const std::string& kind_name, YamlCursor& s
   return std::nullopt;
 }
 
-// `content_digest`: nullptr to digest the document as written out again.
-DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file,
-                             const std::string* content_digest) {
+// `digest` gives the object's content digest, asked only of a valid one.
+DecodedObject DecodeDocument(const DocNode& document, const std::string& file,
+                             const std::function<std::string()>& digest) {
   DecodedObject decoded;
-  decoded.location = {file, document.Mark().line + 1};
+  decoded.location = {file, document.Line()};
   YamlCursor root(document, "", file, &decoded.errors);
   if (!root.IsMap()) return decoded;
 
@@ -729,13 +730,7 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
   root.Ignore("status");  // written by holdfast's leader, never read back
   root.RejectUnknownFields();
   if (decoded.errors.empty()) {
-    if (content_digest != nullptr) {
-      object.content_digest = *content_digest;
-    } else {
-      YAML::Emitter emitter;
-      emitter << document;
-      object.content_digest = ContentDigest(emitter.c_str());
-    }
+    object.content_digest = digest();
     decoded.object = std::move(object);
   }
   return decoded;
@@ -743,13 +738,13 @@ DecodedObject DecodeDocument(const YAML::Node& document, const std::string& file
 
 // A decoder that throws (yaml-cpp on a node of the wrong type) fails the
 // object, never the process.
-DecodedObject DecodeGuarded(const YAML::Node& document, const std::string& file,
-                            const std::string* content_digest) {
+DecodedObject DecodeGuarded(const DocNode& document, const std::string& file,
+                            const std::function<std::string()>& digest) {
   try {
-    return DecodeDocument(document, file, content_digest);
+    return DecodeDocument(document, file, digest);
   } catch (const std::exception& e) {
     DecodedObject failed;
-    failed.location = {file, document.Mark().line + 1};
+    failed.location = {file, document.Line()};
     failed.errors.Add("", e.what(), failed.location);
     return failed;
   }
@@ -791,14 +786,20 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
   }
   for (const YAML::Node& document : documents) {
     if (!document || document.IsNull()) continue;
-    out.objects.push_back(DecodeGuarded(document, file, nullptr));
+    // The digest of the document as written out again: comments and
+    // layout do not count.
+    out.objects.push_back(DecodeGuarded(DocNode(document), file, [&document] {
+      YAML::Emitter emitter;
+      emitter << document;
+      return ContentDigest(emitter.c_str());
+    }));
   }
   return out;
 }
 
-DecodedObject DecodeNode(const YAML::Node& document, const std::string& file,
-                         std::string content_digest) {
-  return DecodeGuarded(document, file, &content_digest);
+DecodedObject DecodeJson(const nlohmann::json& document, const std::string& file,
+                         const std::string& content_digest) {
+  return DecodeGuarded(DocNode(document), file, [&content_digest] { return content_digest; });
 }
 
 }  // namespace holdfast

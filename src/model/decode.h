@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
 #include "src/model/field_errors.h"
 #include "src/model/types.h"
 #include "yaml-cpp/yaml.h"
@@ -34,12 +35,14 @@ struct DecodedFile {
 // `file` is used in locations only.
 DecodedFile DecodeObjects(const std::string& contents, const std::string& file);
 
-// Decodes one object a program built in memory (the Gateway API
-// conversion), with the same checks as DecodeObjects but without writing
-// and parsing text: its locations have no line. `content_digest` stands
-// for the object's content (the caller's canonical text of it, digested);
-// DecodeObjects would digest the document written out again instead.
-DecodedObject DecodeNode(const YAML::Node& document, const std::string& file,
-                         std::string content_digest);
+// Decodes one object a program built in memory as JSON (the Gateway API
+// conversion), with the same checks and results as DecodeObjects on its
+// text, but without writing and parsing text: its locations have no line.
+// Every string must be UTF-8 (DecodeObjects refuses other text).
+// `content_digest` stands for the object's content (the caller's canonical
+// text of it, digested); DecodeObjects digests the document written out
+// again instead.
+DecodedObject DecodeJson(const nlohmann::json& document, const std::string& file,
+                         const std::string& content_digest);
 
 }  // namespace holdfast

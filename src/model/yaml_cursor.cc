@@ -16,15 +16,16 @@ std::optional<absl::Duration> ParseDuration(const std::string& text) {
   return std::nullopt;
 }
 
-YamlCursor::YamlCursor(YAML::Node node, std::string path, std::string file, FieldErrors* errors)
+YamlCursor::YamlCursor(DocNode node, std::string path, std::string file, FieldErrors* errors)
     : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), errors_(errors) {
   if (!node_.IsMap()) Error("expected a map");
 }
 
-SourceLocation YamlCursor::location() const { return {file_, node_.Mark().line + 1}; }
+SourceLocation YamlCursor::location() const { return {file_, node_.Line()}; }
 
 bool YamlCursor::Has(const std::string& name) const {
-  return node_.IsMap() && node_[name] && !node_[name].IsNull();
+  std::optional<DocNode> value = node_.Find(name);
+  return value && !value->IsNull();
 }
 
 std::string YamlCursor::Child(const std::string& name) const {
@@ -36,25 +37,23 @@ void YamlCursor::Error(const std::string& message) const {
 }
 
 void YamlCursor::FieldError(const std::string& name, const std::string& message) const {
-  int line = node_.Mark().line + 1;
-  if (node_.IsMap() && node_[name]) line = node_[name].Mark().line + 1;
-  errors_->Add(Child(name), message, {file_, line});
+  std::optional<DocNode> value = node_.Find(name);
+  errors_->Add(Child(name), message, {file_, value ? value->Line() : node_.Line()});
 }
 
 void YamlCursor::ItemError(const std::string& list, size_t index,
                            const std::string& message) const {
-  int line = node_.Mark().line + 1;
-  if (node_.IsMap() && node_[list] && node_[list].IsSequence() && index < node_[list].size()) {
-    line = node_[list][index].Mark().line + 1;
-  }
+  int line = node_.Line();
+  std::optional<DocNode> items = node_.Find(list);
+  if (items && items->IsSequence() && index < items->size()) line = (*items)[index].Line();
   errors_->Add(absl::StrCat(Child(list), "[", index, "]"), message, {file_, line});
 }
 
-std::optional<YAML::Node> YamlCursor::Get(const std::string& name, bool required) {
+std::optional<DocNode> YamlCursor::Get(const std::string& name, bool required) {
   read_.insert(name);
   if (!node_.IsMap()) return std::nullopt;
-  YAML::Node value = node_[name];
-  if (!value || value.IsNull()) {
+  std::optional<DocNode> value = node_.Find(name);
+  if (!value || value->IsNull()) {
     if (required) FieldError(name, "required");
     return std::nullopt;
   }
@@ -69,8 +68,7 @@ bool YamlCursor::Text(const std::string& name, std::string* out, bool required) 
   return Scalar(name, out, required, /*multiline=*/true);
 }
 
-bool YamlCursor::CheckOneLine(const std::string& path, const std::string& value,
-                              const YAML::Node& at) {
+bool YamlCursor::CheckOneLine(const std::string& path, const std::string& value, int line) {
   for (size_t i = 0; i < value.size(); ++i) {
     const unsigned char c = value[i];
     if (c >= 0x20 && c != 0x7f) continue;
@@ -78,7 +76,7 @@ bool YamlCursor::CheckOneLine(const std::string& path, const std::string& value,
                  absl::StrFormat("must be one line without control characters (found 0x%02x at "
                                  "offset %d)",
                                  c, i),
-                 {file_, at.Mark().line + 1});
+                 {file_, line});
     return false;
   }
   return true;
@@ -91,12 +89,13 @@ bool YamlCursor::Scalar(const std::string& name, std::string* out, bool required
     FieldError(name, "expected a string");
     return false;
   }
-  if (multiline ? value->Scalar().find('\0') != std::string::npos
-                : !CheckOneLine(Child(name), value->Scalar(), *value)) {
+  std::string text = value->Scalar();
+  if (multiline ? text.find('\0') != std::string::npos
+                : !CheckOneLine(Child(name), text, value->Line())) {
     if (multiline) FieldError(name, "must not contain a NUL byte");
     return false;
   }
-  *out = value->Scalar();
+  *out = std::move(text);
   if (required && out->empty()) {
     FieldError(name, "must not be empty");
     return false;
@@ -179,19 +178,20 @@ bool YamlCursor::StringList(const std::string& name, std::vector<std::string>* o
   }
   bool ok = true;
   for (size_t i = 0; i < value->size(); ++i) {
-    const YAML::Node item = (*value)[i];
+    const DocNode item = (*value)[i];
     if (!item.IsScalar()) {
       errors_->Add(absl::StrCat(Child(name), "[", i, "]"), "expected a string",
-                   {file_, item.Mark().line + 1});
+                   {file_, item.Line()});
       ok = false;
       continue;
     }
     const std::string item_path = absl::StrCat(Child(name), "[", i, "]");
-    if (!CheckOneLine(item_path, item.Scalar(), item)) {
+    std::string text = item.Scalar();
+    if (!CheckOneLine(item_path, text, item.Line())) {
       ok = false;
       continue;
     }
-    out->push_back(item.Scalar());
+    out->push_back(std::move(text));
   }
   return ok;
 }
@@ -204,20 +204,20 @@ bool YamlCursor::StringMap(const std::string& name, std::map<std::string, std::s
     return false;
   }
   bool ok = true;
-  for (const auto& entry : *value) {
-    if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
-      errors_->Add(Child(name), "keys and values must be strings",
-                   {file_, entry.first.Mark().line + 1});
+  for (const DocEntry& entry : value->Entries()) {
+    if (!entry.key || !entry.value.IsScalar()) {
+      errors_->Add(Child(name), "keys and values must be strings", {file_, entry.key_line});
       ok = false;
       continue;
     }
-    const std::string entry_path = absl::StrCat(Child(name), ".", entry.first.Scalar());
-    if (!CheckOneLine(Child(name), entry.first.Scalar(), entry.first) ||
-        !CheckOneLine(entry_path, entry.second.Scalar(), entry.second)) {
+    const std::string entry_path = absl::StrCat(Child(name), ".", *entry.key);
+    const std::string text = entry.value.Scalar();
+    if (!CheckOneLine(Child(name), *entry.key, entry.key_line) ||
+        !CheckOneLine(entry_path, text, entry.value.Line())) {
       ok = false;
       continue;
     }
-    (*out)[entry.first.Scalar()] = entry.second.Scalar();
+    (*out)[*entry.key] = text;
   }
   return ok;
 }
@@ -248,12 +248,9 @@ std::optional<YamlCursor> YamlCursor::Map(const std::string& name) {
 }
 
 void YamlCursor::RejectUnknownFields() {
-  if (!node_.IsMap()) return;
-  for (const auto& entry : node_) {
-    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
-    if (!read_.contains(key)) {
-      errors_->Add(Child(key), "unknown field", {file_, entry.first.Mark().line + 1});
-    }
+  for (const DocEntry& entry : node_.Entries()) {
+    const std::string key = entry.key.value_or("?");
+    if (!read_.contains(key)) errors_->Add(Child(key), "unknown field", {file_, entry.key_line});
   }
 }
 

@@ -8,16 +8,17 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "src/model/doc_node.h"
 #include "src/model/field_errors.h"
-#include "yaml-cpp/yaml.h"
 
 namespace holdfast {
 
-// Reads one YAML map field by field, recording every problem with its field
-// path and line in a FieldErrors, and reporting fields nobody asked for.
+// Reads one map of a document (YAML, or JSON built in memory) field by
+// field, recording every problem with its field path and line in a
+// FieldErrors, and reporting fields nobody asked for.
 class YamlCursor {
  public:
-  YamlCursor(YAML::Node node, std::string path, std::string file, FieldErrors* errors);
+  YamlCursor(DocNode node, std::string path, std::string file, FieldErrors* errors);
 
   const std::string& path() const { return path_; }
   SourceLocation location() const;
@@ -57,13 +58,14 @@ class YamlCursor {
   void RejectUnknownFields();
 
  private:
-  std::optional<YAML::Node> Get(const std::string& name, bool required);
+  std::optional<DocNode> Get(const std::string& name, bool required);
   bool Scalar(const std::string& name, std::string* out, bool required, bool multiline);
-  // Records a control character in `value` at `path`; false if there is one.
-  bool CheckOneLine(const std::string& path, const std::string& value, const YAML::Node& at);
+  // Records a control character in `value` at `path` (on `line`); false if
+  // there is one.
+  bool CheckOneLine(const std::string& path, const std::string& value, int line);
   std::string Child(const std::string& name) const;
 
-  YAML::Node node_;
+  DocNode node_;
   std::string path_;
   std::string file_;
   FieldErrors* errors_;

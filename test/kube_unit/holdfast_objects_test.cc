@@ -106,6 +106,17 @@ TEST(HoldfastObjectDecoderTest, InvalidObjectsFailAsTheirTextWould) {
          {{{"match", {{"prefix", "/"}}}, {"upstream", "x"}, {"redirect", {{"code", 1.5}}}}}}}},
       {kind::kGateway, {{"port", -1}, {"virtualServices", {{{"name", true}}}}}},
       {kind::kGateway, json::array()},
+      // Scalars are read as JSON writes them, as a YAML parser reads JSON.
+      {kind::kUpstream, {{"hosts", {{{"address", "127.0.0.1"}, {"port", 80.0}}}}}},
+      {kind::kUpstream,
+       {{"hosts", {{{"address", "127.0.0.1"}, {"port", 80}}}}, {"loadBalancing", false}}},
+      {kind::kUpstream, {{"hosts", nullptr}}},
+      {kind::kVirtualService, {{"domains", {"a\nb.example.com"}}, {"routes", json::array()}}},
+      {kind::kVirtualService, {{"domains", {nullptr}}, {"routes", json::array()}}},
+      {kind::kGateway,
+       {{"port", 80}, {"virtualServiceSelector", {{"labels", {{"a", 1}, {"b", {1, 2}}}}}}}},
+      {kind::kGateway,
+       {{"port", 80}, {"virtualServices", json::object()}, {"x", {{"y", nullptr}}}}},
   };
   HoldfastObjectDecoder decoder;
   for (const auto& [kind, spec] : cases) {
