@@ -21,11 +21,10 @@ namespace holdfast::gateway_api {
 // The document is decoded from the JSON as it is (DecodeJson), with the
 // results its text would give (parsing the text and writing it out again
 // for a digest cost two thirds of a first conversion); the text is the
-// cache key. Every
-// change to a Gateway API object converts them all again: a decoder
-// remembers what each text decoded to and reuses it while the text is the
-// same, so a change to one of 10,000 HTTPRoutes decodes one object, not
-// 10,000. Not thread-safe: one conversion at a time.
+// cache key. Every change to a Gateway API object converts them all again:
+// a decoder remembers what each text decoded to and reuses it while the
+// text is the same, so a change to one of 10,000 HTTPRoutes decodes one
+// object, not 10,000. Not thread-safe: one conversion at a time.
 class HoldfastObjectDecoder {
  public:
   std::optional<GatewayObject> Decode(const std::string& kind, const std::string& ns,

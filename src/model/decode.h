@@ -7,7 +7,6 @@
 #include "nlohmann/json.hpp"
 #include "src/model/field_errors.h"
 #include "src/model/types.h"
-#include "yaml-cpp/yaml.h"
 
 namespace holdfast {
 

@@ -217,8 +217,11 @@ absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs,
   if (cached != service_cache_.end() && StillCurrent(cached->second, vs, pass)) {
     return std::move(cached->second);
   }
-  return TranslateVirtualService(
-      vs, ServiceContext{&pass.index, options_.missing_upstream_status, pass.route_tables_epoch});
+  return TranslateVirtualService(vs, ServiceContextOf(pass));
+}
+
+ServiceContext Translator::ServiceContextOf(const Pass& pass) const {
+  return {&pass.index, options_.missing_upstream_status, pass.route_tables_epoch};
 }
 
 bool Translator::StillCurrent(const ServiceOutput& cached, const GatewayObject& vs,
@@ -242,8 +245,7 @@ std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> Translator::Transl
       stale.emplace_back(i, absl::UnknownError("not translated"));
     }
   }
-  const ServiceContext context{&pass.index, options_.missing_upstream_status,
-                               pass.route_tables_epoch};
+  const ServiceContext context = ServiceContextOf(pass);
   // Services translate independently from the settled index; below some
   // dozens, starting threads costs more than it saves.
   constexpr size_t kWorthThreads = 64;

@@ -94,6 +94,8 @@ class Translator {
   std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> TranslateStale(
       const std::vector<const GatewayObject*>& services,
       const std::vector<ServiceOutputs::iterator>& cached, const Pass& pass);
+  // What a virtual service is translated against in `pass`.
+  ServiceContext ServiceContextOf(const Pass& pass) const;
   // Whether `cached`, a translation of vs's key, still holds for vs in `pass`.
   static bool StillCurrent(const ServiceOutput& cached, const GatewayObject& vs, const Pass& pass);
   // The last accepted version of `object`, if it differs from it.
