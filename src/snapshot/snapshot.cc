@@ -85,8 +85,12 @@ absl::StatusOr<Snapshot::OfTypePtr> Snapshot::MakeOfType(absl::string_view type,
                                                          std::vector<ResourcePtr> resources) {
   auto made = std::make_shared<OfType>();
   ResourceMap& map = made->resources;
+  const std::string* last_target = nullptr;  // most resources name the same types
   for (ResourcePtr& resource : resources) {
-    for (const ResourceRef& ref : resource->references()) made->targets.insert(ref.type_url);
+    for (const ResourceRef& ref : resource->references()) {
+      if (last_target != nullptr && *last_target == ref.type_url) continue;
+      last_target = &*made->targets.insert(ref.type_url).first;
+    }
     const std::string& name = resource->name();  // in the resource, which the map keeps
     // The translator emits each type in name order: one comparison places
     // a resource at the end.

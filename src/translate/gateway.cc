@@ -60,7 +60,7 @@ bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, Gateway
   const std::vector<std::string>& domains = std::get<VirtualServiceSpec>(*vs.spec).domains;
   std::vector<std::string> conflicts;
   for (const std::string& domain : domains) {
-    auto [owner, fresh] = out->owners.emplace(domain, vs.key());
+    auto [owner, fresh] = out->owners.by_domain->emplace(domain, vs.key());
     if (!fresh) {
       conflicts.push_back(absl::StrCat(domain, " (served by ", owner->second.ToString(), ")"));
     }
@@ -73,9 +73,9 @@ bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, Gateway
                                                "; not served by that gateway"));
     // Release the domains this service claimed before the conflict.
     for (const std::string& domain : domains) {
-      auto claimed = out->owners.find(domain);
-      if (claimed != out->owners.end() && IsKeyOf(claimed->second, vs)) {
-        out->owners.erase(claimed);
+      auto claimed = out->owners.by_domain->find(domain);
+      if (claimed != out->owners.by_domain->end() && IsKeyOf(claimed->second, vs)) {
+        out->owners.by_domain->erase(claimed);
       }
     }
     return false;
@@ -91,18 +91,20 @@ bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, Gateway
 std::vector<size_t> ServedAfterClaims(const GatewayObject& gateway,
                                       const std::vector<const GatewayObject*>& selected,
                                       const GatewayContext& context, GatewayOutput* out) {
-  out->owners.reserve(selected.size());  // a domain or more each
   auto domains_of = [](const GatewayObject* vs, auto add) {
     for (const std::string& domain : std::get<VirtualServiceSpec>(*vs->spec).domains) {
       add(domain, *vs);
     }
   };
   std::vector<size_t> in_order;
-  if (ClaimAllIfDisjoint(selected, domains_of, out->owners)) {
+  const std::string gateway_id = gateway.key().ToString();
+  auto previous = context.previous_owners->find(gateway_id);
+  const ScopeOwners* reusable =
+      previous == context.previous_owners->end() ? nullptr : &previous->second;
+  if (ClaimAllIfDisjoint(selected, domains_of, reusable, out->owners)) {
     for (size_t i = 0; i < selected.size(); ++i) in_order.push_back(i);
     return in_order;
   }
-  const std::string gateway_id = gateway.key().ToString();
   std::vector<bool> incumbent(selected.size()), served(selected.size());
   for (size_t i = 0; i < selected.size(); ++i) {
     incumbent[i] = ServedBefore(*context.previous_owners, gateway_id, *selected[i]);
@@ -187,8 +189,8 @@ bool ServedBefore(const DomainOwners& owners, absl::string_view scope, const Gat
   auto in_scope = owners.find(scope);
   if (in_scope == owners.end()) return false;
   for (const std::string& domain : std::get<VirtualServiceSpec>(*vs.spec).domains) {
-    auto it = in_scope->second.find(domain);
-    if (it != in_scope->second.end() && IsKeyOf(it->second, vs)) return true;
+    auto it = in_scope->second.by_domain->find(domain);
+    if (it != in_scope->second.by_domain->end() && IsKeyOf(it->second, vs)) return true;
   }
   return false;
 }
@@ -204,12 +206,22 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   std::string host_digests;  // in the order of their hosts
   bool cors = false;
   const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
+  std::vector<const ServiceOutput*> served;
   auto cursor = context.services->begin();
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
-    const ServiceOutput& service = SeekKeyOf(*context.services, cursor, *selected[i])->second;
-    AppendLengthDelimited(2, service.gateway_vhost, &routes_bytes);  // .virtual_hosts
-    host_digests += service.gateway_vhost_digest;
-    cors |= service.cors;
+    served.push_back(&SeekKeyOf(*context.services, cursor, *selected[i])->second);
+  }
+  // Sized once: growing a string of megabytes copies it again at each doubling.
+  size_t routes_size = routes_bytes.size();
+  for (const ServiceOutput* service : served) {
+    routes_size += LengthDelimitedSize(2, service->gateway_vhost.size());
+  }
+  routes_bytes.reserve(routes_size);
+  host_digests.reserve(served.size() * 16);
+  for (const ServiceOutput* service : served) {
+    AppendLengthDelimited(2, service->gateway_vhost, &routes_bytes);  // .virtual_hosts
+    host_digests += service->gateway_vhost_digest;
+    cors |= service->cors;
   }
 
   Listener listener;

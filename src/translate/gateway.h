@@ -1,12 +1,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "src/model/types.h"
 #include "src/snapshot/resource.h"
@@ -17,9 +19,19 @@
 namespace holdfast {
 
 // Which virtual service serves each domain of one scope. Only looked up,
-// never walked (output order comes from the services), so hashed: a
-// translation looks up and fills every served domain once.
-using ScopeOwners = absl::flat_hash_map<std::string, ObjectKey>;
+// never walked (output order comes from the services), so hashed.
+struct ScopeOwners {
+  using Map = absl::flat_hash_map<std::string, ObjectKey>;
+  // Never changed once filled: the next translation shares it if its
+  // claims are the same.
+  std::shared_ptr<Map> by_domain = std::make_shared<Map>();
+  // A hash of the claims it was made from, in order, and whether no two
+  // shared a domain: then the same claims make the same owners, and the
+  // next translation keeps this map instead of filling one again (a
+  // translation touches a few services; every domain would be copied).
+  size_t claims_fingerprint = 0;
+  bool disjoint = false;
+};
 // The same by scope: a gateway's key, or "" for proxyless gRPC listeners.
 using DomainOwners = absl::flat_hash_map<std::string, ScopeOwners>;
 
@@ -32,16 +44,32 @@ bool ServedBefore(const DomainOwners& owners, absl::string_view scope, const Gat
 // no two claims share a domain: then all are served whatever the order, and
 // who served a domain before need not be looked up (ServedBefore), which is
 // the common case. Returns false, with `owners` emptied, if two do.
+// `previous` (or null) is the scope's owners from the last translation: if
+// it was made from the same claims, `owners` shares its map.
 // `for_each_domain(claim, add)` calls `add(domain, vs)` for each of its domains.
 template <typename Claims, typename ForEachDomain>
-bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain, ScopeOwners& owners) {
-  bool disjoint = true;
+bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain,
+                        const ScopeOwners* previous, ScopeOwners& owners) {
+  size_t fingerprint = claims.size();
   for (const auto& claim : claims) {
     for_each_domain(claim, [&](const std::string& domain, const GatewayObject& vs) {
-      disjoint = owners.emplace(domain, vs.key()).second && disjoint;
+      fingerprint = absl::HashOf(fingerprint, domain, vs.meta.ns, vs.meta.name);
     });
-    if (!disjoint) {
-      owners.clear();
+  }
+  if (previous != nullptr && previous->disjoint && previous->claims_fingerprint == fingerprint) {
+    owners = *previous;
+    return true;
+  }
+  owners.claims_fingerprint = fingerprint;
+  owners.disjoint = true;
+  owners.by_domain = std::make_shared<ScopeOwners::Map>();
+  owners.by_domain->reserve(claims.size());  // a domain or more each
+  for (const auto& claim : claims) {
+    for_each_domain(claim, [&](const std::string& domain, const GatewayObject& vs) {
+      owners.disjoint = owners.by_domain->emplace(domain, vs.key()).second && owners.disjoint;
+    });
+    if (!owners.disjoint) {
+      owners.by_domain->clear();
       return false;
     }
   }

@@ -89,22 +89,54 @@ using ServiceEntries = std::vector<std::pair<const GatewayObject*, const Service
 // Fills `owners` with who serves each domain to gRPC clients. On a conflict,
 // services that served it before claim first (ServedBefore), as on a
 // gateway, which reorders `services` so. Returns whether none conflicted.
-bool ClaimGrpcDomains(const DomainOwners& previous, ServiceEntries& services,
-                      ScopeOwners& owners) {
-  owners.reserve(services.size());
+bool ClaimGrpcDomains(const DomainOwners& previous, ServiceEntries& services, ScopeOwners& owners) {
   auto domains_of = [](const auto& entry, auto add) {
     for (const auto& [domain, listener] : entry.second->grpc_listeners) add(domain, *entry.first);
   };
-  if (ClaimAllIfDisjoint(services, domains_of, owners)) return true;
+  auto scope = previous.find("");
+  const ScopeOwners* reusable = scope == previous.end() ? nullptr : &scope->second;
+  if (ClaimAllIfDisjoint(services, domains_of, reusable, owners)) return true;
   std::stable_partition(services.begin(), services.end(), [&](const auto& entry) {
     return ServedBefore(previous, "", *entry.first);
   });
   for (const auto& entry : services) {
     domains_of(entry, [&](const std::string& domain, const GatewayObject& vs) {
-      owners.emplace(domain, vs.key());
+      owners.by_domain->emplace(domain, vs.key());
     });
   }
   return false;
+}
+
+// Stores `value` for `key` in `cache`, at `at` (its entry there, or the
+// cache's end if it has none); returns where it is.
+template <typename Cache, typename Value>
+typename Cache::iterator StoreAt(Cache& cache, typename Cache::iterator at, const ObjectKey& key,
+                                 Value&& value) {
+  if (at == cache.end()) return cache.emplace(key, std::forward<Value>(value)).first;
+  at->second = std::forward<Value>(value);
+  return at;
+}
+
+// Erases every entry of `cache` but the `kept` ones (in key order).
+template <typename Cache>
+void EraseAllBut(Cache& cache, const std::vector<typename Cache::iterator>& kept) {
+  auto next_kept = kept.begin();
+  for (auto it = cache.begin(); it != cache.end();) {
+    if (next_kept != kept.end() && it == *next_kept) {
+      ++next_kept;
+      ++it;
+    } else {
+      it = cache.erase(it);
+    }
+  }
+}
+
+// Reports the warnings a service's translation gave, on whichever objects.
+void ReplayWarnings(const ServiceOutput& service, StatusMap& statuses) {
+  for (const auto& [key, warning] : service.warnings) {
+    statuses[key].key = key;
+    statuses[key].Warn(warning.path, warning.message, warning.location);
+  }
 }
 
 }  // namespace
@@ -185,7 +217,7 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
 // Envoy would refuse is served at its last accepted version, or not at all
 // (routes to it then answer like routes to a missing upstream).
 void Translator::TranslateUpstreams(Pass& pass) {
-  UpstreamCache next_cache;
+  std::vector<UpstreamCache::iterator> kept;
   auto cursor = upstream_cache_.begin();
   for (auto it = pass.effective.lower_bound({kind::kUpstream, "", ""});
        it != pass.effective.end() && it->first.kind == kind::kUpstream;) {
@@ -205,10 +237,10 @@ void Translator::TranslateUpstreams(Pass& pass) {
     }
     for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
     pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
-    next_cache.emplace_hint(next_cache.end(), it->first, std::move(out));
+    kept.push_back(StoreAt(upstream_cache_, cached, it->first, std::move(out)));
     ++it;
   }
-  upstream_cache_ = std::move(next_cache);
+  EraseAllBut(upstream_cache_, kept);
 }
 
 absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs,
@@ -262,6 +294,7 @@ std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> Translator::Transl
 // proxyless gRPC clients. Reused while the service and what its routes
 // depend on (the route tables, if it delegates; whether the upstreams it
 // names exist) are unchanged; upstream contents and endpoints never matter.
+// The cache is updated in place: a change touches the entries it changes.
 void Translator::TranslateServices(Pass& pass) {
   const std::vector<const GatewayObject*> services = pass.index.OfKind(kind::kVirtualService);
   std::vector<ServiceOutputs::iterator> cached;
@@ -270,12 +303,16 @@ void Translator::TranslateServices(Pass& pass) {
   for (const GatewayObject* vs : services) cached.push_back(SeekKeyOf(service_cache_, cursor, *vs));
   auto translated = TranslateStale(services, cached, pass);
   auto fresh = translated.begin();
-  ServiceOutputs next_services;
+  std::vector<ServiceOutputs::iterator> kept;
+  kept.reserve(services.size());
   for (size_t i = 0; i < services.size(); ++i) {
     const GatewayObject* vs = services[i];
-    const bool stale = fresh != translated.end() && fresh->first == i;
-    absl::StatusOr<ServiceOutput> service =
-        stale ? std::move((fresh++)->second) : std::move(cached[i]->second);
+    if (fresh == translated.end() || fresh->first != i) {  // still current
+      ReplayWarnings(cached[i]->second, pass.statuses);
+      kept.push_back(cached[i]);
+      continue;
+    }
+    absl::StatusOr<ServiceOutput> service = std::move((fresh++)->second);
     if (!service.ok()) {
       ObjectStatus& status = pass.statuses[vs->key()];
       status.Reject("spec", std::string(service.status().message()));
@@ -284,13 +321,10 @@ void Translator::TranslateServices(Pass& pass) {
       pass.index.Add(last);  // gateways see the domains it serves
       status.serving_last_good = true;
     }
-    for (const auto& [key, warning] : service->warnings) {
-      pass.statuses[key].key = key;
-      pass.statuses[key].Warn(warning.path, warning.message, warning.location);
-    }
-    next_services.emplace_hint(next_services.end(), vs->key(), *std::move(service));
+    ReplayWarnings(*service, pass.statuses);
+    kept.push_back(StoreAt(service_cache_, cached[i], vs->key(), *std::move(service)));
   }
-  service_cache_ = std::move(next_services);
+  EraseAllBut(service_cache_, kept);
 }
 
 // Gateways: a listener and a route configuration each.
@@ -340,7 +374,7 @@ void Translator::AddGrpcListeners(Pass& pass) {
     bool any_listener = false;
     for (const auto& [domain, listener] : service->grpc_listeners) {
       if (!disjoint) {
-        const ObjectKey& owner = listener_owner.find(domain)->second;
+        const ObjectKey& owner = listener_owner.by_domain->find(domain)->second;
         if (!IsKeyOf(owner, *vs)) {
           pass.statuses[vs->key()].Warn(
               "spec.domains",

@@ -616,6 +616,52 @@ spec:
   EXPECT_EQ(Find(first, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
 }
 
+// A virtual service on the gateway of kBase, serving `domain`.
+std::string PublicService(const std::string& name, const std::string& domain,
+                          const std::string& prefix = "/") {
+  return absl::StrCat("---\napiVersion: holdfast.dev/v1\nkind: VirtualService\n",
+                      "metadata: {name: ", name, ", namespace: ns, labels: {public: \"yes\"}}\n",
+                      "spec:\n  domains: [", domain, "]\n", "  routes: [{match: {prefix: ",
+                      prefix, "}, directResponse: {status: 200}}]\n");
+}
+
+// Who serves which domain is kept from one translation to the next while the
+// services' domains and names stay the same; any change to them is seen.
+TEST(TranslatorTest, DomainOwnersFollowEveryChangeOfDomainsAndNames) {
+  const std::string base(kBase);
+  Translator translator;
+  translator.Translate(Load(base + PublicService("other", "other.test")));
+  // A route change: the owners of the last translation still hold.
+  TranslationOutput same =
+      translator.Translate(Load(base + PublicService("other", "other.test", "/x")));
+  EXPECT_EQ(same.statuses.at({kind::kVirtualService, "ns", "other"}).state,
+            StatusState::kAccepted);
+
+  // A domain change that conflicts: the incumbent, ns/vs, keeps echo.test.
+  TranslationOutput clash =
+      translator.Translate(Load(base + PublicService("other", "echo.test")));
+  const ObjectStatus& other = clash.statuses.at({kind::kVirtualService, "ns", "other"});
+  EXPECT_EQ(other.state, StatusState::kRejected);
+  EXPECT_EQ(clash.statuses.at({kind::kVirtualService, "ns", "vs"}).state, StatusState::kAccepted);
+  EXPECT_EQ(Find(clash, type_url::kRouteConfiguration, "grpc/ns/other"), nullptr);
+  EXPECT_NE(Find(clash, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
+  EXPECT_TRUE(Snapshot::Build(clash.resources, absl::UnixEpoch()).ok());
+
+  // Renamed with the same domain: the new name owns it, so a newcomer that
+  // sorts first does not take it.
+  translator.Translate(Load(base));
+  std::string renamed = Replaced(base, "name: vs,", "name: zz,");
+  translator.Translate(Load(renamed));
+  TranslationOutput newcomer =
+      translator.Translate(Load(renamed + PublicService("aa", "echo.test")));
+  EXPECT_EQ(newcomer.statuses.at({kind::kVirtualService, "ns", "aa"}).state,
+            StatusState::kRejected);
+  EXPECT_EQ(newcomer.statuses.at({kind::kVirtualService, "ns", "zz"}).state,
+            StatusState::kAccepted);
+  EXPECT_NE(Find(newcomer, type_url::kRouteConfiguration, "grpc/ns/zz"), nullptr);
+  EXPECT_EQ(Find(newcomer, type_url::kRouteConfiguration, "grpc/ns/aa"), nullptr);
+}
+
 TEST(TranslatorTest, MirrorsAndRedirectPort) {
   std::string yaml = std::string(kBase) + R"(
 ---
