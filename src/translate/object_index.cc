@@ -1,27 +1,72 @@
 #include "src/translate/object_index.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace holdfast {
+namespace {
 
-void ObjectIndex::Add(const GatewayObject* object) {
-  // Objects mostly come in key order: the end is then the right hint.
-  objects_.insert_or_assign(objects_.end(), object->key(), object);
+using KeyView = std::tuple<const std::string&, const std::string&, const std::string&>;
+
+KeyView ViewOf(const GatewayObject& object) {
+  return {object.kind(), object.meta.ns, object.meta.name};
+}
+
+// Orders objects against keys (and kinds alone, for ranges).
+struct ByKey {
+  bool operator()(const GatewayObject* object, const KeyView& key) const {
+    return ViewOf(*object) < key;
+  }
+  bool operator()(const KeyView& key, const GatewayObject* object) const {
+    return key < ViewOf(*object);
+  }
+  bool operator()(const GatewayObject* object, const std::string& kind) const {
+    return object->kind() < kind;
+  }
+  bool operator()(const std::string& kind, const GatewayObject* object) const {
+    return kind < object->kind();
+  }
+};
+
+}  // namespace
+
+void InsertOrAssign(SortedObjects& sorted, const GatewayObject* object) {
+  if (sorted.empty() || KeyLess(*sorted.back(), *object)) {
+    sorted.push_back(object);
+    return;
+  }
+  auto at = std::lower_bound(sorted.begin(), sorted.end(), ViewOf(*object), ByKey());
+  if (at != sorted.end() && !KeyLess(*object, **at)) {
+    *at = object;  // the same key
+  } else {
+    sorted.insert(at, object);
+  }
+}
+
+std::pair<SortedObjects::const_iterator, SortedObjects::const_iterator> RangeOfKind(
+    const SortedObjects& sorted, const std::string& kind) {
+  return std::equal_range(sorted.begin(), sorted.end(), kind, ByKey());
+}
+
+std::pair<SortedObjects::iterator, SortedObjects::iterator> RangeOfKind(SortedObjects& sorted,
+                                                                        const std::string& kind) {
+  return std::equal_range(sorted.begin(), sorted.end(), kind, ByKey());
 }
 
 const GatewayObject* ObjectIndex::Find(const std::string& kind, const ObjectRef& ref,
                                        const std::string& referrer_ns) const {
-  auto it = objects_.find({kind, ref.ns.empty() ? referrer_ns : ref.ns, ref.name});
-  return it == objects_.end() ? nullptr : it->second;
+  const KeyView key{kind, ref.ns.empty() ? referrer_ns : ref.ns, ref.name};
+  auto it = std::lower_bound(objects_.begin(), objects_.end(), key, ByKey());
+  return it != objects_.end() && ViewOf(**it) == key ? *it : nullptr;
 }
 
 std::vector<const GatewayObject*> ObjectIndex::Select(const std::string& kind,
                                                       const Selector& selector,
                                                       const std::string& referrer_ns) const {
   std::vector<const GatewayObject*> out;
-  auto begin = objects_.lower_bound({kind, "", ""});
-  for (auto it = begin; it != objects_.end() && it->first.kind == kind; ++it) {
-    const GatewayObject& object = *it->second;
+  auto [begin, end] = RangeOfKind(objects_, kind);
+  for (auto it = begin; it != end; ++it) {
+    const GatewayObject& object = **it;
     const std::string& ns = object.meta.ns;
     bool ns_ok = selector.all_namespaces ||
                  (selector.namespaces.empty()
@@ -43,12 +88,8 @@ std::vector<const GatewayObject*> ObjectIndex::Select(const std::string& kind,
 }
 
 std::vector<const GatewayObject*> ObjectIndex::OfKind(const std::string& kind) const {
-  std::vector<const GatewayObject*> out;
-  for (auto it = objects_.lower_bound({kind, "", ""}); it != objects_.end() && it->first.kind == kind;
-       ++it) {
-    out.push_back(it->second);
-  }
-  return out;
+  auto [begin, end] = RangeOfKind(objects_, kind);
+  return {begin, end};
 }
 
 }  // namespace holdfast

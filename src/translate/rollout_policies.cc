@@ -17,12 +17,11 @@ RolloutPolicy PolicyOf(const GatewayObject& object) {
 
 }  // namespace
 
-ConfiguredRollouts CollectRolloutPolicies(const std::map<ObjectKey, const GatewayObject*>& effective,
-                                          StatusMap& statuses) {
+ConfiguredRollouts CollectRolloutPolicies(const SortedObjects& effective, StatusMap& statuses) {
   ConfiguredRollouts rollouts;
-  auto begin = effective.lower_bound({kind::kRolloutPolicy, "", ""});
-  for (auto it = begin; it != effective.end() && it->first.kind == kind::kRolloutPolicy; ++it) {
-    const GatewayObject& object = *it->second;
+  auto [begin, end] = RangeOfKind(effective, kind::kRolloutPolicy);
+  for (auto it = begin; it != end; ++it) {
+    const GatewayObject& object = **it;
     const auto& spec = std::get<RolloutPolicySpec>(*object.spec);
     RolloutPolicy policy = PolicyOf(object);
     const RolloutPolicy* taken = nullptr;
@@ -33,7 +32,7 @@ ConfiguredRollouts CollectRolloutPolicies(const std::map<ObjectKey, const Gatewa
       taken = &at->second;
     }
     if (taken != nullptr) {
-      ObjectStatus& status = statuses[it->first];
+      ObjectStatus& status = statuses[object.key()];
       status.Reject(spec.node_group ? "spec.nodeGroup" : "spec",
                     absl::StrCat(spec.node_group ? absl::StrCat("node group \"", *spec.node_group,
                                                                 "\"")

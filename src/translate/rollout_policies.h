@@ -1,9 +1,8 @@
 #pragma once
 
-#include <map>
-
 #include "src/model/types.h"
 #include "src/snapshot/rollout_policy.h"
+#include "src/translate/object_index.h"
 #include "src/translate/status.h"
 
 namespace holdfast {
@@ -13,7 +12,6 @@ namespace holdfast {
 // When two name the same group, the first by key keeps it and the other is
 // Rejected, naming the one that has it: a policy never changes because an
 // object was added beside it.
-ConfiguredRollouts CollectRolloutPolicies(const std::map<ObjectKey, const GatewayObject*>& effective,
-                                          StatusMap& statuses);
+ConfiguredRollouts CollectRolloutPolicies(const SortedObjects& effective, StatusMap& statuses);
 
 }  // namespace holdfast

@@ -24,7 +24,7 @@ struct Translator::Pass {
   std::vector<ResourcePtr>& resources;
   // The objects in effect: valid ones, and the last accepted version of
   // invalid ones; indexed once upstreams have been settled.
-  std::map<ObjectKey, const GatewayObject*> effective;
+  SortedObjects effective;
   ObjectIndex index;
   std::string route_tables_epoch;  // RouteTablesEpoch of the index
   // UpstreamRefHash of the upstreams added to or gone from the index since
@@ -64,15 +64,15 @@ std::optional<DiscoveredService> NamedService(const GatewayObject& upstream,
 // `known` (the upstreams of the last index, in key order), sorted; `known`
 // becomes this index's upstreams.
 std::vector<size_t> UpstreamsChanged(const ObjectIndex& index, std::vector<ObjectKey>& known) {
-  const auto& all = index.All();
-  auto begin = all.lower_bound({kind::kUpstream, "", ""}), end = begin;
-  while (end != all.end() && end->first.kind == kind::kUpstream) ++end;
+  auto [begin, end] = RangeOfKind(index.All(), kind::kUpstream);
   if (std::equal(begin, end, known.begin(), known.end(),
-                 [](const auto& entry, const ObjectKey& key) { return entry.first == key; })) {
+                 [](const GatewayObject* object, const ObjectKey& key) {
+                   return IsKeyOf(key, *object);
+                 })) {
     return {};  // the usual case: a change that adds or removes no upstream
   }
   std::vector<ObjectKey> now;
-  for (auto it = begin; it != end; ++it) now.push_back(it->first);
+  for (auto it = begin; it != end; ++it) now.push_back((*it)->key());
   std::vector<ObjectKey> changed;
   std::set_symmetric_difference(known.begin(), known.end(), now.begin(), now.end(),
                                 std::back_inserter(changed));
@@ -146,7 +146,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   Pass pass(input.services, output.statuses, output.resources);
   CollectEffective(input, pass);
   TranslateUpstreams(pass);
-  for (const auto& [key, object] : pass.effective) pass.index.Add(object);
+  pass.index = ObjectIndex(pass.effective);
   pass.route_tables_epoch = RouteTablesEpoch(pass.index);
   pass.upstreams_changed = UpstreamsChanged(pass.index, upstreams_indexed_);
   TranslateServices(pass);
@@ -159,8 +159,9 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
 }
 
 void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
+  pass.effective.reserve(input.objects.size());
   for (const auto& [key, object] : input.objects) {  // in key order: appended at the end
-    pass.effective.emplace_hint(pass.effective.end(), key, &object);
+    pass.effective.push_back(&object);
     ObjectStatus& status =
         pass.statuses.emplace_hint(pass.statuses.end(), key, ObjectStatus())->second;
     status.key = key;
@@ -173,7 +174,7 @@ void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
     if (!errors.empty()) status.location = errors.front().location;
     auto last = last_accepted_.find(key);
     if (last != last_accepted_.end()) {
-      pass.effective[key] = &last->second;
+      InsertOrAssign(pass.effective, &last->second);
       status.serving_last_good = true;
     }
   }
@@ -219,28 +220,37 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
 void Translator::TranslateUpstreams(Pass& pass) {
   std::vector<UpstreamCache::iterator> kept;
   auto cursor = upstream_cache_.begin();
-  for (auto it = pass.effective.lower_bound({kind::kUpstream, "", ""});
-       it != pass.effective.end() && it->first.kind == kind::kUpstream;) {
-    ObjectStatus& status = pass.statuses[it->first];
-    auto cached = SeekKeyOf(upstream_cache_, cursor, *it->second);
-    UpstreamOutput out = UpstreamFor(*it->second, cached, pass.services);
+  auto status_cursor = pass.statuses.begin();
+  auto [begin, end] = RangeOfKind(pass.effective, kind::kUpstream);
+  std::vector<bool> refused(end - begin);  // served at no version: out of the index
+  for (auto it = begin; it != end; ++it) {
+    const GatewayObject& upstream = **it;
+    auto found = SeekKeyOf(pass.statuses, status_cursor, upstream);  // CollectEffective made it
+    ObjectStatus& status =
+        found != pass.statuses.end() ? found->second : pass.statuses[upstream.key()];
+    auto cached = SeekKeyOf(upstream_cache_, cursor, upstream);
+    UpstreamOutput out = UpstreamFor(upstream, cached, pass.services);
     if (out.error) {
       status.Reject(out.error->path, out.error->message);
-      const GatewayObject* last = LastGood(*it->second);
+      const GatewayObject* last = LastGood(upstream);
       if (last != nullptr) out = UpstreamFor(*last, cached, pass.services);
       if (last == nullptr || out.error) {
-        it = pass.effective.erase(it);
+        refused[it - begin] = true;
         continue;
       }
-      it->second = last;
+      *it = last;
       status.serving_last_good = true;
     }
     for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
     pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
-    kept.push_back(StoreAt(upstream_cache_, cached, it->first, std::move(out)));
-    ++it;
+    kept.push_back(StoreAt(upstream_cache_, cached, upstream.key(), std::move(out)));
   }
   EraseAllBut(upstream_cache_, kept);
+  auto served_end = begin;
+  for (auto it = begin; it != end; ++it) {
+    if (!refused[it - begin]) *served_end++ = *it;
+  }
+  pass.effective.erase(served_end, end);
 }
 
 absl::StatusOr<ServiceOutput> Translator::ServiceFor(const GatewayObject& vs,

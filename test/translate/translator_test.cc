@@ -21,6 +21,7 @@
 #include "src/source/directory_scanner.h"
 #include "src/translate/envoy_validation.h"
 #include "src/translate/names.h"
+#include "src/translate/route.h"
 
 namespace holdfast {
 namespace {
@@ -660,6 +661,56 @@ TEST(TranslatorTest, DomainOwnersFollowEveryChangeOfDomainsAndNames) {
             StatusState::kAccepted);
   EXPECT_NE(Find(newcomer, type_url::kRouteConfiguration, "grpc/ns/zz"), nullptr);
   EXPECT_EQ(Find(newcomer, type_url::kRouteConfiguration, "grpc/ns/aa"), nullptr);
+}
+
+// An upstream Envoy would refuse is served at its last accepted version, or
+// not at all, and routes to it then answer as to a missing one; the
+// upstreams beside it are untouched.
+TEST(TranslatorTest, AnUpstreamEnvoyWouldRefuseKeepsItsLastGoodOrLeaves) {
+  const std::string refused_tls = "  tls: {sni: " + std::string(300, 's') + "}\n";
+  const std::string with_c = std::string(kBase) + R"(---
+apiVersion: holdfast.dev/v1
+kind: Upstream
+metadata: {name: c, namespace: ns}
+spec:
+  hosts: [{address: 127.0.0.1, port: 8003}]
+)" + refused_tls + PublicService("to-c", "c.test", "/c");
+  std::string yaml = Replaced(with_c, "/c}, directResponse: {status: 200}", "/c}, upstream: c");
+  Translator translator;
+  const TranslationOutput before = translator.Translate(Load(kBase));
+  const Resource* b_before = Find(before, type_url::kCluster, names::Cluster("ns", "b"));
+  ASSERT_NE(b_before, nullptr);
+
+  TranslationOutput out = translator.Translate(Load(yaml));
+  const ObjectStatus& c = out.statuses.at({kind::kUpstream, "ns", "c"});
+  EXPECT_EQ(c.state, StatusState::kRejected);
+  EXPECT_FALSE(c.serving_last_good);
+  EXPECT_EQ(Find(out, type_url::kCluster, names::Cluster("ns", "c")), nullptr);
+  EXPECT_NE(Find(out, type_url::kCluster, names::Cluster("ns", "a")), nullptr);
+  const RouteConfiguration& gateway =
+      As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw"));
+  ASSERT_EQ(gateway.virtual_hosts_size(), 2);
+  const auto& to_c = gateway.virtual_hosts(0);  // in key order: before ns/vs
+  ASSERT_EQ(to_c.name(), "ns/to-c");
+  EXPECT_EQ(to_c.routes(0).direct_response().status(), 503u);
+  EXPECT_EQ(to_c.routes(0).direct_response().body().inline_string(), "upstream ns/c not found\n");
+  const RouteConfiguration& grpc =
+      As<RouteConfiguration>(Find(out, type_url::kRouteConfiguration, "grpc/ns/to-c"));
+  EXPECT_EQ(grpc.virtual_hosts(0).routes(0).route().cluster(), kUnroutableCluster);
+  EXPECT_TRUE(Snapshot::Build(out.resources, absl::UnixEpoch()).ok());
+
+  // b, accepted before, now refused: its last accepted cluster stays.
+  const std::string b_spec = "spec: {hosts: [{address: 127.0.0.1, port: 8002}]}\n";
+  TranslationOutput edited = translator.Translate(Load(Replaced(
+      yaml, b_spec, "spec:\n  hosts: [{address: 127.0.0.1, port: 8012}]\n" + refused_tls)));
+  const ObjectStatus& b = edited.statuses.at({kind::kUpstream, "ns", "b"});
+  EXPECT_EQ(b.state, StatusState::kRejected);
+  EXPECT_TRUE(b.serving_last_good);
+  const Resource* b_after = Find(edited, type_url::kCluster, names::Cluster("ns", "b"));
+  ASSERT_NE(b_after, nullptr);
+  EXPECT_EQ(b_after->version(), b_before->version());
+  EXPECT_EQ(Find(edited, type_url::kCluster, names::Cluster("ns", "c")), nullptr);
+  EXPECT_TRUE(Snapshot::Build(edited.resources, absl::UnixEpoch()).ok());
 }
 
 TEST(TranslatorTest, MirrorsAndRedirectPort) {
