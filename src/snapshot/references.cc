@@ -68,7 +68,7 @@ std::vector<ResourceRef> ReferencesOf(const Resource& resource) {
 }
 
 const std::vector<ResourceRef>& Resource::references() const {
-  std::call_once(references_once_, [this] { references_ = ReferencesOf(*this); });
+  absl::call_once(references_once_, [this] { references_ = ReferencesOf(*this); });
   return references_;
 }
 

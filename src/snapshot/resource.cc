@@ -67,7 +67,7 @@ std::shared_ptr<const Resource> Resource::FromBytes(std::string name, std::strin
 }
 
 const google::protobuf::Message* Resource::message() const {
-  std::call_once(parse_once_, [this] {
+  absl::call_once(parse_once_, [this] {
     if (message_ != nullptr) return;
     const google::protobuf::Descriptor* descriptor =
         google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(

@@ -46,9 +46,9 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
     selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   }
   // Services that could not be translated are Rejected on their own.
-  auto cursor = context.services->begin();
+  auto cursor = context.services->cbegin();
   std::erase_if(selected, [&](const GatewayObject* vs) {
-    return SeekKeyOf(*context.services, cursor, *vs) == context.services->end();
+    return FindServed(*context.services, cursor, *vs) == nullptr;
   });
   if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
   return selected;
@@ -207,9 +207,9 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   bool cors = false;
   const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
   std::vector<const ServiceOutput*> served;
-  auto cursor = context.services->begin();
+  auto cursor = context.services->cbegin();
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
-    served.push_back(&SeekKeyOf(*context.services, cursor, *selected[i])->second);
+    served.push_back(FindServed(*context.services, cursor, *selected[i]));
   }
   // Sized once: growing a string of megabytes copies it again at each doubling.
   size_t routes_size = routes_bytes.size();

@@ -78,7 +78,7 @@ bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain,
 
 struct GatewayContext {
   const ObjectIndex* index;
-  const ServiceOutputs* services;  // translated, servable services
+  const ServedServices* services;  // translated, servable services
   const DomainOwners* previous_owners;
 };
 

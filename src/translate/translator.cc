@@ -31,6 +31,10 @@ struct Translator::Pass {
   // the last translation, sorted: services that name one translate again.
   std::vector<size_t> upstreams_changed;
   DomainOwners next_owners;
+  ServedServices served;  // by TranslateServices
+  // The status of each input object, in the input's order (statuses are
+  // map nodes: they stay where they are as others are added).
+  std::vector<const ObjectStatus*> input_statuses;
 };
 
 namespace {
@@ -83,13 +87,10 @@ std::vector<size_t> UpstreamsChanged(const ObjectIndex& index, std::vector<Objec
   return hashes;
 }
 
-// Virtual services and their translations.
-using ServiceEntries = std::vector<std::pair<const GatewayObject*, const ServiceOutput*>>;
-
 // Fills `owners` with who serves each domain to gRPC clients. On a conflict,
 // services that served it before claim first (ServedBefore), as on a
 // gateway, which reorders `services` so. Returns whether none conflicted.
-bool ClaimGrpcDomains(const DomainOwners& previous, ServiceEntries& services, ScopeOwners& owners) {
+bool ClaimGrpcDomains(const DomainOwners& previous, ServedServices& services, ScopeOwners& owners) {
   auto domains_of = [](const auto& entry, auto add) {
     for (const auto& [domain, listener] : entry.second->grpc_listeners) add(domain, *entry.first);
   };
@@ -131,6 +132,11 @@ void EraseAllBut(Cache& cache, const std::vector<typename Cache::iterator>& kept
   }
 }
 
+// a == b, comparing first the names, where keys of one kind differ.
+bool SameKey(const ObjectKey& a, const ObjectKey& b) {
+  return a.name == b.name && a.ns == b.ns && a.kind == b.kind;
+}
+
 // Reports the warnings a service's translation gave, on whichever objects.
 void ReplayWarnings(const ServiceOutput& service, StatusMap& statuses) {
   for (const auto& [key, warning] : service.warnings) {
@@ -154,18 +160,20 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   if (options_.grpc_listeners) AddGrpcListeners(pass);
   output.rollouts = CollectRolloutPolicies(pass.effective, output.statuses);
   domain_owners_ = std::move(pass.next_owners);
-  RememberAccepted(input, output.statuses);
+  RememberAccepted(input, pass.input_statuses);
   return output;
 }
 
 void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
   pass.effective.reserve(input.objects.size());
+  pass.input_statuses.reserve(input.objects.size());
   for (const auto& [key, object] : input.objects) {  // in key order: appended at the end
     pass.effective.push_back(&object);
     ObjectStatus& status =
         pass.statuses.emplace_hint(pass.statuses.end(), key, ObjectStatus())->second;
     status.key = key;
     status.location = object.meta.location;
+    pass.input_statuses.push_back(&status);
   }
   for (const auto& [key, errors] : input.invalid) {
     ObjectStatus& status = pass.statuses[key];
@@ -315,11 +323,13 @@ void Translator::TranslateServices(Pass& pass) {
   auto fresh = translated.begin();
   std::vector<ServiceOutputs::iterator> kept;
   kept.reserve(services.size());
+  pass.served.reserve(services.size());
   for (size_t i = 0; i < services.size(); ++i) {
     const GatewayObject* vs = services[i];
     if (fresh == translated.end() || fresh->first != i) {  // still current
       ReplayWarnings(cached[i]->second, pass.statuses);
       kept.push_back(cached[i]);
+      pass.served.emplace_back(vs, &cached[i]->second);
       continue;
     }
     absl::StatusOr<ServiceOutput> service = std::move((fresh++)->second);
@@ -330,9 +340,11 @@ void Translator::TranslateServices(Pass& pass) {
       if (last == nullptr || !(service = ServiceFor(*last, cached[i], pass)).ok()) continue;
       pass.index.Add(last);  // gateways see the domains it serves
       status.serving_last_good = true;
+      vs = last;
     }
     ReplayWarnings(*service, pass.statuses);
     kept.push_back(StoreAt(service_cache_, cached[i], vs->key(), *std::move(service)));
+    pass.served.emplace_back(vs, &kept.back()->second);
   }
   EraseAllBut(service_cache_, kept);
 }
@@ -340,7 +352,7 @@ void Translator::TranslateServices(Pass& pass) {
 // Gateways: a listener and a route configuration each.
 void Translator::TranslateGateways(Pass& pass) {
   std::map<std::pair<std::string, uint32_t>, ObjectKey> bound;
-  const GatewayContext context{&pass.index, &service_cache_, &domain_owners_};
+  const GatewayContext context{&pass.index, &pass.served, &domain_owners_};
   for (const GatewayObject* gateway : pass.index.OfKind(kind::kGateway)) {
     const auto& spec = std::get<GatewaySpec>(*gateway->spec);
     ObjectStatus& status = pass.statuses[gateway->key()];
@@ -368,17 +380,12 @@ void Translator::TranslateGateways(Pass& pass) {
 // Proxyless gRPC: an API listener per domain, a route config per service.
 void Translator::AddGrpcListeners(Pass& pass) {
   bool unroutable = false;
-  for (const auto& [key, service] : service_cache_) unroutable |= service.uses_unroutable;
+  for (const auto& [vs, service] : pass.served) unroutable |= service->uses_unroutable;
   if (unroutable) {
     for (ResourcePtr& resource : UnroutableCluster()) pass.resources.push_back(resource);
   }
   ScopeOwners& listener_owner = pass.next_owners[""];
-  ServiceEntries services;  // the services translated, in key order
-  auto cursor = service_cache_.begin();
-  for (const GatewayObject* vs : pass.index.OfKind(kind::kVirtualService)) {
-    auto cached = SeekKeyOf(service_cache_, cursor, *vs);
-    if (cached != service_cache_.end()) services.emplace_back(vs, &cached->second);
-  }
+  ServedServices services = pass.served;  // reordered on a conflict
   const bool disjoint = ClaimGrpcDomains(domain_owners_, services, listener_owner);
   for (const auto& [vs, service] : services) {
     bool any_listener = false;
@@ -400,8 +407,9 @@ void Translator::AddGrpcListeners(Pass& pass) {
 }
 
 // Remembers what was accepted, for when it breaks.
-void Translator::RememberAccepted(const TranslationInput& input, const StatusMap& statuses) {
-  // One walk over maps that are all in key order: no lookup per object.
+void Translator::RememberAccepted(const TranslationInput& input,
+                                  const std::vector<const ObjectStatus*>& statuses) {
+  // One walk over the input and what is remembered, both in key order.
   auto last = last_accepted_.begin();
   auto status = statuses.begin();
   // Drops remembered objects gone from the source; invalid ones keep theirs.
@@ -411,11 +419,16 @@ void Translator::RememberAccepted(const TranslationInput& input, const StatusMap
     }
   };
   for (const auto& [key, object] : input.objects) {
-    drop_until(&key);
-    while (status != statuses.end() && status->first < key) ++status;
-    const bool accepted = status != statuses.end() && status->first == key &&
-                          status->second.state != StatusState::kRejected;
-    if (last != last_accepted_.end() && last->first == key) {
+    // Mostly the same keys as last time: equal is checked first (the name
+    // first, where keys differ), the ordering only when they differ.
+    auto remembered = [&] { return last != last_accepted_.end() && SameKey(last->first, key); };
+    bool known = remembered();
+    if (!known) {
+      drop_until(&key);
+      known = remembered();
+    }
+    const bool accepted = (*status++)->state != StatusState::kRejected;
+    if (known) {
       if (accepted && last->second.content_digest != object.content_digest) last->second = object;
       ++last;
     } else if (accepted) {

@@ -80,7 +80,9 @@ class Translator {
   void TranslateServices(Pass& pass);
   void TranslateGateways(Pass& pass);
   void AddGrpcListeners(Pass& pass);
-  void RememberAccepted(const TranslationInput& input, const StatusMap& statuses);
+  // `statuses`: each input object's, in the input's order.
+  void RememberAccepted(const TranslationInput& input,
+                        const std::vector<const ObjectStatus*>& statuses);
 
   using UpstreamCache = std::map<ObjectKey, UpstreamOutput>;
   // `cached` is the upstream's entry in upstream_cache_, or its end.

@@ -121,6 +121,13 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
   return out;
 }
 
+const ServiceOutput* FindServed(const ServedServices& served,
+                                ServedServices::const_iterator& cursor, const GatewayObject& vs) {
+  while (cursor != served.end() && cursor->first != &vs && KeyLess(*cursor->first, vs)) ++cursor;
+  if (cursor == served.end()) return nullptr;
+  return cursor->first == &vs || !KeyLess(vs, *cursor->first) ? cursor->second : nullptr;
+}
+
 std::string RouteTablesEpoch(const ObjectIndex& index) {
   std::string input;
   for (const GatewayObject* table : index.OfKind(kind::kRouteTable)) {

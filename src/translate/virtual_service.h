@@ -42,6 +42,17 @@ struct ServiceOutput {
 // Translated services by key.
 using ServiceOutputs = std::map<ObjectKey, ServiceOutput>;
 
+// The services one translation serves, in key order: each as the index
+// holds it (its last accepted version when that is served) with its output.
+// Walked by gateways and gRPC listeners instead of the ServiceOutputs map:
+// a vector walk that meets the index's own pointers mostly compares no key.
+using ServedServices = std::vector<std::pair<const GatewayObject*, const ServiceOutput*>>;
+
+// The output of `vs` in `served`, walking forward from `cursor` (objects met
+// in key order cost one pass); nullptr if `vs` is not served.
+const ServiceOutput* FindServed(const ServedServices& served,
+                                ServedServices::const_iterator& cursor, const GatewayObject& vs);
+
 struct ServiceContext {
   const ObjectIndex* index;
   uint32_t missing_upstream_status;
