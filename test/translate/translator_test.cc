@@ -459,7 +459,7 @@ TEST(TranslatorTest, ManyServicesTranslateTheSameOnSeveralThreads) {
                                 // u6 does not exist: a warning
                                 {"upstream: u4", absl::StrCat("upstream: u", i % 7)}});
   }
-  world["vs13"] = Replaced(world["vs13"], "prefix: /a}",  // Envoy would refuse it
+  world["vs13"] = Replaced(world["vs13"], "prefix: /a}",  // refused: a header name with CR LF
                            "prefix: /a, headers: [{name: \"x\\r\\ny\", exact: \"1\"}]}");
   const TranslationInput input = LoadWorld(world);
   TranslationOutput one = Translator(TranslatorOptions{.threads = 1}).Translate(input);
@@ -468,6 +468,31 @@ TEST(TranslatorTest, ManyServicesTranslateTheSameOnSeveralThreads) {
   EXPECT_EQ(one.statuses.at({kind::kVirtualService, "ns", "vs13"}).state, StatusState::kRejected);
   EXPECT_EQ(one.statuses.at({kind::kVirtualService, "ns", "vs20"}).state, StatusState::kWarning);
   EXPECT_EQ(GrpcRoutes(four).size(), 299u) << "all but the refused one";
+}
+
+// Gateways and gRPC listeners meet the served services in key order, in one
+// walk: each found by the index's own pointer or by its key (a last
+// accepted version is another object), a service that is not served never
+// takes its neighbour's output.
+TEST(ServedServicesTest, FindsEachServedServiceInOneWalkAndNoOther) {
+  auto service = [](std::string name) {
+    GatewayObject vs;
+    vs.meta.ns = "ns";
+    vs.meta.name = std::move(name);
+    vs.spec = VirtualServiceSpec{};
+    return vs;
+  };
+  const GatewayObject a = service("a"), b = service("b"), c = service("c"), d = service("d");
+  const GatewayObject c_again = service("c"), e = service("e");
+  const ServiceOutput out_a, out_c, out_d;
+  const ServedServices served{{&a, &out_a}, {&c, &out_c}, {&d, &out_d}};
+  auto cursor = served.cbegin();
+  EXPECT_EQ(FindServed(served, cursor, a), &out_a);
+  EXPECT_EQ(FindServed(served, cursor, b), nullptr);
+  EXPECT_EQ(FindServed(served, cursor, c_again), &out_c);
+  EXPECT_EQ(FindServed(served, cursor, e), nullptr);
+  cursor = served.cbegin();
+  EXPECT_EQ(FindServed(served, cursor, d), &out_d);
 }
 
 // A translation's snapshot, written as the last good one and read back at
