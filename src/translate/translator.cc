@@ -418,14 +418,16 @@ void Translator::RememberAccepted(const TranslationInput& input,
       last = input.invalid.contains(last->first) ? std::next(last) : last_accepted_.erase(last);
     }
   };
+  auto remembered = [&](const ObjectKey& key) {
+    return last != last_accepted_.end() && SameKey(last->first, key);
+  };
   for (const auto& [key, object] : input.objects) {
     // Mostly the same keys as last time: equal is checked first (the name
     // first, where keys differ), the ordering only when they differ.
-    auto remembered = [&] { return last != last_accepted_.end() && SameKey(last->first, key); };
-    bool known = remembered();
+    bool known = remembered(key);
     if (!known) {
       drop_until(&key);
-      known = remembered();
+      known = remembered(key);
     }
     const bool accepted = (*status++)->state != StatusState::kRejected;
     if (known) {
