@@ -17,10 +17,10 @@ namespace {
 
 using envoy::config::listener::v3::Listener;
 
-// The services a gateway selects, in key order.
-std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
-                                                   const GatewayContext& context,
-                                                   ObjectStatus& status) {
+// The services a gateway selects that are served, in key order, with their
+// outputs.
+ServedServices SelectedServices(const GatewayObject& gateway, const GatewayContext& context,
+                                ObjectStatus& status) {
   const auto& spec = std::get<GatewaySpec>(*gateway.spec);
   const ObjectIndex& index = *context.index;
   std::vector<const GatewayObject*> selected;
@@ -46,12 +46,15 @@ std::vector<const GatewayObject*> SelectedServices(const GatewayObject& gateway,
     selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   }
   // Services that could not be translated are Rejected on their own.
+  ServedServices servable;
   auto cursor = context.services->cbegin();
-  std::erase_if(selected, [&](const GatewayObject* vs) {
-    return FindServed(*context.services, cursor, *vs) == nullptr;
-  });
-  if (selected.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
-  return selected;
+  for (const GatewayObject* vs : selected) {
+    if (const ServiceOutput* out = FindServed(*context.services, cursor, *vs)) {
+      servable.emplace_back(vs, out);
+    }
+  }
+  if (servable.empty()) status.Warn("spec", "selects no virtual service; every request gets 404");
+  return servable;
 }
 
 // Claims the service's domains unless one of them is taken, in which case
@@ -89,29 +92,30 @@ bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, Gateway
 // virtual hosts are still written in key order, as a translation without
 // that history writes them.
 std::vector<size_t> ServedAfterClaims(const GatewayObject& gateway,
-                                      const std::vector<const GatewayObject*>& selected,
+                                      const ServedServices& selected,
                                       const GatewayContext& context, GatewayOutput* out) {
-  auto domains_of = [](const GatewayObject* vs, auto add) {
-    for (const std::string& domain : std::get<VirtualServiceSpec>(*vs->spec).domains) {
-      add(domain, *vs);
+  auto domains_of = [](const auto& entry, auto add) {
+    for (const std::string& domain : std::get<VirtualServiceSpec>(*entry.first->spec).domains) {
+      add(domain, *entry.first);
     }
   };
+  auto claim_hash = [](const auto& entry) { return entry.second->gateway_claims; };
   std::vector<size_t> in_order;
   const std::string gateway_id = gateway.key().ToString();
   auto previous = context.previous_owners->find(gateway_id);
   const ScopeOwners* reusable =
       previous == context.previous_owners->end() ? nullptr : &previous->second;
-  if (ClaimAllIfDisjoint(selected, domains_of, reusable, out->owners)) {
+  if (ClaimAllIfDisjoint(selected, domains_of, claim_hash, reusable, out->owners)) {
     for (size_t i = 0; i < selected.size(); ++i) in_order.push_back(i);
     return in_order;
   }
   std::vector<bool> incumbent(selected.size()), served(selected.size());
   for (size_t i = 0; i < selected.size(); ++i) {
-    incumbent[i] = ServedBefore(*context.previous_owners, gateway_id, *selected[i]);
+    incumbent[i] = ServedBefore(*context.previous_owners, gateway_id, *selected[i].first);
   }
   for (bool incumbents : {true, false}) {
     for (size_t i = 0; i < selected.size(); ++i) {
-      if (incumbent[i] == incumbents) served[i] = ClaimDomains(gateway, *selected[i], out);
+      if (incumbent[i] == incumbents) served[i] = ClaimDomains(gateway, *selected[i].first, out);
     }
   }
   for (size_t i = 0; i < selected.size(); ++i) {
@@ -205,11 +209,10 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
   std::string host_digests;  // in the order of their hosts
   bool cors = false;
-  const std::vector<const GatewayObject*> selected = SelectedServices(gateway, context, own_status);
+  const ServedServices selected = SelectedServices(gateway, context, own_status);
   std::vector<const ServiceOutput*> served;
-  auto cursor = context.services->cbegin();
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
-    served.push_back(FindServed(*context.services, cursor, *selected[i]));
+    served.push_back(selected[i].second);
   }
   // Sized once: growing a string of megabytes copies it again at each doubling.
   size_t routes_size = routes_bytes.size();

@@ -46,16 +46,14 @@ bool ServedBefore(const DomainOwners& owners, absl::string_view scope, const Gat
 // the common case. Returns false, with `owners` emptied, if two do.
 // `previous` (or null) is the scope's owners from the last translation: if
 // it was made from the same claims, `owners` shares its map.
-// `for_each_domain(claim, add)` calls `add(domain, vs)` for each of its domains.
-template <typename Claims, typename ForEachDomain>
-bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain,
+// `for_each_domain(claim, add)` calls `add(domain, vs)` for each of its
+// domains; `claim_hash(claim)` is a hash of those domains and the service's
+// namespace and name (ServiceOutput's gateway_claims or grpc_claims).
+template <typename Claims, typename ForEachDomain, typename ClaimHash>
+bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain, ClaimHash claim_hash,
                         const ScopeOwners* previous, ScopeOwners& owners) {
   size_t fingerprint = claims.size();
-  for (const auto& claim : claims) {
-    for_each_domain(claim, [&](const std::string& domain, const GatewayObject& vs) {
-      fingerprint = absl::HashOf(fingerprint, domain, vs.meta.ns, vs.meta.name);
-    });
-  }
+  for (const auto& claim : claims) fingerprint = absl::HashOf(fingerprint, claim_hash(claim));
   if (previous != nullptr && previous->disjoint && previous->claims_fingerprint == fingerprint) {
     owners = *previous;
     return true;

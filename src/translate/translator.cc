@@ -96,7 +96,8 @@ bool ClaimGrpcDomains(const DomainOwners& previous, ServedServices& services, Sc
   };
   auto scope = previous.find("");
   const ScopeOwners* reusable = scope == previous.end() ? nullptr : &scope->second;
-  if (ClaimAllIfDisjoint(services, domains_of, reusable, owners)) return true;
+  auto claim_hash = [](const auto& entry) { return entry.second->grpc_claims; };
+  if (ClaimAllIfDisjoint(services, domains_of, claim_hash, reusable, owners)) return true;
   std::stable_partition(services.begin(), services.end(), [&](const auto& entry) {
     return ServedBefore(previous, "", *entry.first);
   });

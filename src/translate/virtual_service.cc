@@ -118,6 +118,12 @@ absl::StatusOr<ServiceOutput> TranslateVirtualService(const GatewayObject& vs,
     }
     out.grpc_listeners.emplace(domain, Resource::FromMessage(domain, listener));
   }
+  out.gateway_claims =
+      absl::HashOf(std::get<VirtualServiceSpec>(*vs.spec).domains, vs.meta.ns, vs.meta.name);
+  out.grpc_claims = absl::HashOf(vs.meta.ns, vs.meta.name);
+  for (const auto& [domain, listener] : out.grpc_listeners) {
+    out.grpc_claims = absl::HashOf(out.grpc_claims, domain);
+  }
   return out;
 }
 

@@ -34,6 +34,12 @@ struct ServiceOutput {
   std::string gateway_vhost_digest;  // ContentDigest(gateway_vhost), for their versions
   bool cors = false;
   bool uses_unroutable = false;  // some gRPC route points at kUnroutableCluster
+  // Hashes of the domains it claims on gateways (its spec's) and from gRPC
+  // clients (its listeners'), with its namespace and name: a scope whose
+  // services' hashes are the same, in the same order, claims the same
+  // domains (ClaimAllIfDisjoint), found without hashing every domain again.
+  size_t gateway_claims = 0;
+  size_t grpc_claims = 0;
   std::vector<std::pair<ObjectKey, FieldError>> warnings;  // replayed on reuse
   ResourcePtr grpc_routes;
   std::map<std::string, ResourcePtr> grpc_listeners;  // by domain
