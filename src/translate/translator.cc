@@ -133,11 +133,6 @@ void EraseAllBut(Cache& cache, const std::vector<typename Cache::iterator>& kept
   }
 }
 
-// a == b, comparing first the names, where keys of one kind differ.
-bool SameKey(const ObjectKey& a, const ObjectKey& b) {
-  return a.name == b.name && a.ns == b.ns && a.kind == b.kind;
-}
-
 // Reports the warnings a service's translation gave, on whichever objects.
 void ReplayWarnings(const ServiceOutput& service, StatusMap& statuses) {
   for (const auto& [key, warning] : service.warnings) {
@@ -419,16 +414,16 @@ void Translator::RememberAccepted(const TranslationInput& input,
       last = input.invalid.contains(last->first) ? std::next(last) : last_accepted_.erase(last);
     }
   };
-  auto remembered = [&](const ObjectKey& key) {
-    return last != last_accepted_.end() && SameKey(last->first, key);
+  auto remembered = [&](const GatewayObject& object) {
+    return last != last_accepted_.end() && IsKeyOf(last->first, object);
   };
   for (const auto& [key, object] : input.objects) {
     // Mostly the same keys as last time: equal is checked first (the name
     // first, where keys differ), the ordering only when they differ.
-    bool known = remembered(key);
+    bool known = remembered(object);
     if (!known) {
       drop_until(&key);
-      known = remembered(key);
+      known = remembered(object);
     }
     const bool accepted = (*status++)->state != StatusState::kRejected;
     if (known) {
