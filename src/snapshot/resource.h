@@ -100,8 +100,6 @@ class Resource {
 };
 
 using ResourcePtr = std::shared_ptr<const Resource>;
-// Resources of one type by name. Sorted, so iteration is deterministic.
-using ResourceMap = std::map<std::string, ResourcePtr, std::less<>>;
 
 // The serialization whose bytes are the same for the same content (map
 // entries in key order), which versions digest.

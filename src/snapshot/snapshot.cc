@@ -81,27 +81,19 @@ std::string VersionOf(const std::vector<ResourcePtr>& resources) {
   return ContentDigest(input);
 }
 
-absl::StatusOr<Snapshot::OfTypePtr> Snapshot::MakeOfType(absl::string_view type,
-                                                         std::vector<ResourcePtr> resources) {
+absl::StatusOr<Snapshot::OfTypePtr> Snapshot::MakeOfType(std::vector<ResourcePtr> resources) {
   auto made = std::make_shared<OfType>();
-  ResourceMap& map = made->resources;
   const std::string* last_target = nullptr;  // most resources name the same types
-  for (ResourcePtr& resource : resources) {
+  for (const ResourcePtr& resource : resources) {
     for (const ResourceRef& ref : resource->references()) {
       if (last_target != nullptr && *last_target == ref.type_url) continue;
       last_target = &*made->targets.insert(ref.type_url).first;
     }
-    const std::string& name = resource->name();  // in the resource, which the map keeps
-    // The translator emits each type in name order: one comparison places
-    // a resource at the end.
-    if (map.empty() || map.rbegin()->first < name) {
-      map.emplace_hint(map.end(), name, std::move(resource));
-    } else if (!map.emplace(name, resource).second) {
-      return absl::InvalidArgumentError(absl::StrCat("two resources of type ", TypeNameOf(type),
-                                                     " are named \"", name, "\""));
-    }
   }
-  made->version = VersionOfMap(map);
+  absl::StatusOr<ResourceMap> map = ResourceMap::Of(std::move(resources));
+  if (!map.ok()) return map.status();
+  made->resources = *std::move(map);
+  made->version = VersionOfMap(made->resources);
   return made;
 }
 
@@ -117,7 +109,7 @@ absl::StatusOr<std::set<std::string>> Snapshot::Index(std::vector<ResourcePtr> r
       unchanged.insert(before->first);
       continue;
     }
-    absl::StatusOr<OfTypePtr> made = MakeOfType(run.type, std::move(run.resources));
+    absl::StatusOr<OfTypePtr> made = MakeOfType(std::move(run.resources));
     if (!made.ok()) return made.status();
     by_type_.emplace(std::string(run.type), *std::move(made));
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "src/snapshot/resource.h"
+#include "src/snapshot/resource_map.h"
 #include "src/snapshot/rollout_policy.h"
 
 namespace holdfast {
@@ -63,8 +64,7 @@ class Snapshot {
   // duplicate name) and returns the types shared with `previous`.
   absl::StatusOr<std::set<std::string>> Index(std::vector<ResourcePtr> resources,
                                               const Snapshot* previous);
-  static absl::StatusOr<OfTypePtr> MakeOfType(absl::string_view type,
-                                              std::vector<ResourcePtr> resources);
+  static absl::StatusOr<OfTypePtr> MakeOfType(std::vector<ResourcePtr> resources);
   absl::Status CheckReferences(const std::set<std::string>& unchanged) const;
   void ComputeVersion();
 

@@ -97,12 +97,17 @@ TEST_F(SnapshotFileTest, RoundTripKeepsGivenVersionsInTheThirdFormat) {
   absl::StatusOr<SnapshotPtr> read = ReadSnapshotFile(path_);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ((*read)->version(), original->version());
-  const ResourcePtr back = (*read)->Resources(type_url::kRouteConfiguration).at("given");
+  const ResourceMap& read_routes = (*read)->Resources(type_url::kRouteConfiguration);
+  ASSERT_TRUE(read_routes.contains("given"));
+  const ResourcePtr back = read_routes.find("given")->second;
   EXPECT_EQ(back->version(), "0123456789abcdef");
   EXPECT_EQ(back->serialized(), given->serialized());
   EXPECT_FALSE(back->version_is_content_digest()) << "written again as given";
+  const ResourceMap& clusters = original->Resources(type_url::kCluster);
   for (const auto& [name, resource] : (*read)->Resources(type_url::kCluster)) {
-    EXPECT_EQ(resource->version(), original->Resources(type_url::kCluster).at(name)->version());
+    auto written = clusters.find(name);
+    ASSERT_NE(written, clusters.end()) << name;
+    EXPECT_EQ(resource->version(), written->second->version());
   }
 }
 

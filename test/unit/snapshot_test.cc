@@ -60,6 +60,41 @@ TEST(ResourceTest, WireFormsAreTheResponsesEntries) {
   }
 }
 
+// Resources come in name order from the translator (no sort) or in any
+// order from elsewhere (sorted); either way lookups find each name, and a
+// name given twice is refused wherever the twins are.
+TEST(ResourceMapTest, SortsFindsAndRefusesTwins) {
+  for (const std::vector<std::string>& names : std::vector<std::vector<std::string>>{
+           {"a", "b", "c", "d"}, {"c", "a", "d", "b"}, {"d", "c", "b", "a"}}) {
+    std::vector<ResourcePtr> resources;
+    for (const std::string& name : names) resources.push_back(EdsCluster(name));
+    absl::StatusOr<ResourceMap> map = ResourceMap::Of(resources);
+    ASSERT_TRUE(map.ok()) << map.status();
+    std::vector<std::string> in_order;
+    for (const auto& [name, resource] : *map) {
+      EXPECT_EQ(name, resource->name());
+      in_order.push_back(name);
+    }
+    EXPECT_EQ(in_order, (std::vector<std::string>{"a", "b", "c", "d"}));
+    for (const std::string& name : names) {
+      ASSERT_TRUE(map->contains(name)) << name;
+      EXPECT_EQ(map->find(name)->second->name(), name);
+    }
+    for (absl::string_view absent : {"", "0", "bb", "e"}) EXPECT_FALSE(map->contains(absent));
+  }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> with_twins = {
+      {{"a", "b", "b", "c"}, "b"}, {{"b", "a", "c", "b"}, "b"}, {{"c", "c"}, "c"}};
+  for (const auto& [names, twin] : with_twins) {
+    std::vector<ResourcePtr> resources;
+    for (const std::string& name : names) resources.push_back(EdsCluster(name));
+    absl::StatusOr<ResourceMap> map = ResourceMap::Of(resources);
+    ASSERT_FALSE(map.ok()) << twin;
+    EXPECT_NE(map.status().message().find("Cluster are named \"" + twin + "\""),
+              std::string::npos)
+        << map.status();
+  }
+}
+
 TEST(SnapshotTest, SameContentSameVersion) {
   EXPECT_EQ(Chain("1", 80)->version(), Chain("1", 80)->version());
   EXPECT_NE(Chain("1", 80)->version(), Chain("1", 81)->version());
