@@ -7,6 +7,8 @@
 //
 //   translate_bench [--services 10000] [--routes 10] [--upstreams 5000] [--changes 20]
 //                   [--threads 0]   (0: one per core, as the server)
+//                   [--pipeline 1]  (also: the same changes through the server's
+//                                    ConfigPipeline, to publish and to statuses settled)
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +20,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
 #include "src/snapshot/snapshot.h"
+#include "src/source/config_pipeline.h"
 #include "src/translate/translator.h"
 
 namespace holdfast {
@@ -124,7 +129,60 @@ struct Publisher {
   }
 };
 
-int Run(int services, int routes, int upstreams, int changes, int threads) {
+// The server's path for the same changes: ConfigPipeline::Apply translates,
+// builds, publishes and settles the statuses (merged, logged when they
+// change, kept for the admin pages and handed to the status writer).
+struct PipelinePublisher {
+  TranslationInput& input;
+  MetricsRegistry metrics;
+  std::chrono::steady_clock::time_point published;
+  ConfigPipeline pipeline{"bench", TranslatorOptions{}, Clock::Real(), &metrics,
+                          [this](SnapshotPtr) { published = std::chrono::steady_clock::now(); }};
+
+  // `times.translate` holds the time to publish, `times.build` the time
+  // after it until Apply returned.
+  template <typename Change>
+  bool Publish(Change change, ChangeTimes& times) {
+    change(input);
+    auto t0 = std::chrono::steady_clock::now();
+    published = {};
+    if (absl::Status applied = pipeline.Apply(input, {}); !applied.ok()) {
+      std::fprintf(stderr, "apply: %s\n", std::string(applied.message()).c_str());
+      return false;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    if (published == std::chrono::steady_clock::time_point()) published = t1;  // same version
+    times.change.push_back(Seconds(t1 - t0));
+    times.translate.push_back(Seconds(published - t0));
+    times.build.push_back(Seconds(t1 - published));
+    return true;
+  }
+};
+
+// One virtual service changed `changes` times through the config pipeline.
+int RunPipeline(TranslationInput input, int routes, int upstreams, int services, int changes) {
+  PipelinePublisher publisher{input};
+  if (absl::Status first = publisher.pipeline.Apply(input, {}); !first.ok()) return 1;
+  ChangeTimes times;
+  for (int c = 1; c <= changes; ++c) {
+    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c);
+    if (!publisher.Publish([&](TranslationInput& in) {
+          in.objects.insert_or_assign(changed.key(), changed);
+        }, times)) {
+      return 1;
+    }
+  }
+  std::printf("| one virtual service changed, through the config pipeline (median of %zu) | "
+              "%.3f s |\n", times.change.size(), Percentile(times.change, 0.5));
+  std::printf("| same, p99 | %.3f s |\n", Percentile(times.change, 0.99));
+  std::printf("| of which until published (median) | %.3f s |\n",
+              Percentile(times.translate, 0.5));
+  std::printf("| of which after publishing (median) | %.3f s |\n",
+              Percentile(times.build, 0.5));
+  return 0;
+}
+
+int Run(int services, int routes, int upstreams, int changes, int threads, bool pipeline) {
   TranslationInput input;
   for (int i = 0; i < upstreams; ++i) {
     GatewayObject o = MakeUpstream(i);
@@ -200,6 +258,7 @@ int Run(int services, int routes, int upstreams, int changes, int threads) {
   service_changes.Print("one virtual service changed", true);
   unnamed_upstream.Print("an upstream no route names added or removed", false);
   named_upstream.Print("an upstream some routes name removed or put back", false);
+  if (pipeline) return RunPipeline(std::move(input), routes, upstreams, services, changes);
   return 0;
 }
 
@@ -207,7 +266,7 @@ int Run(int services, int routes, int upstreams, int changes, int threads) {
 }  // namespace holdfast
 
 int main(int argc, char** argv) {
-  int services = 10000, routes = 10, upstreams = 5000, changes = 20, threads = 0;
+  int services = 10000, routes = 10, upstreams = 5000, changes = 20, threads = 0, pipeline = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     int value = std::atoi(argv[i + 1]);
@@ -216,6 +275,7 @@ int main(int argc, char** argv) {
     else if (flag == "--upstreams") upstreams = value;
     else if (flag == "--changes") changes = value;
     else if (flag == "--threads") threads = value;
+    else if (flag == "--pipeline") pipeline = value;
   }
-  return holdfast::Run(services, routes, upstreams, changes, threads);
+  return holdfast::Run(services, routes, upstreams, changes, threads, pipeline != 0);
 }
