@@ -1,5 +1,7 @@
 #include "src/source/config_pipeline.h"
 
+#include <utility>
+
 #include "src/common/log.h"
 #include "src/source/config_files.h"
 
@@ -14,6 +16,22 @@ void LayOver(const StatusMap& overlay, StatusMap& statuses) {
     for (const FieldError& reason : over.reasons) status.reasons.push_back(reason);
     status.state = std::max(status.state, over.state);
     status.serving_last_good = status.serving_last_good || over.serving_last_good;
+  }
+}
+
+// Logs each object whose status is not Accepted and changed since `before`:
+// one walk over both, which are in key order.
+void LogChanged(const StatusMap& before, const StatusMap& after) {
+  auto old = before.begin();
+  for (const auto& [key, status] : after) {
+    while (old != before.end() && old->first < key) ++old;
+    const bool known = old != before.end() && old->first == key;
+    const bool changed = !known || old->second.state != status.state ||
+                         old->second.reasons.size() != status.reasons.size();
+    if (!changed || status.state == StatusState::kAccepted) continue;
+    for (const FieldError& reason : status.reasons) {
+      LogWarning("%s %s: %s", key.ToString(), StatusStateName(status.state), reason.ToString());
+    }
   }
 }
 
@@ -61,30 +79,24 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
                                    "; serving the last published snapshot"));
     status.serving_last_good = true;
     absl::MutexLock lock(&mu_);
-    statuses_ = std::move(statuses);
+    statuses_ = std::make_shared<const StatusMap>(std::move(statuses));
     return snapshot.status();
   }
 
   last_built_ = *snapshot;
   int rejected = 0, warned = 0;
-  for (const auto& [key, status] : statuses) {
+  for (const auto& [key, status] : statuses) {  // before it is moved below
     rejected += status.state == StatusState::kRejected;
     warned += status.state == StatusState::kWarning;
   }
+  // Kept, not copied: the admin pages copy it when they ask.
+  auto settled = std::make_shared<const StatusMap>(std::move(statuses));
+  std::shared_ptr<const StatusMap> previous;  // freed on return, once published
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [key, status] : statuses) {
-      auto old = statuses_.find(key);
-      bool changed = old == statuses_.end() || old->second.state != status.state ||
-                     old->second.reasons.size() != status.reasons.size();
-      if (changed && status.state != StatusState::kAccepted) {
-        for (const FieldError& reason : status.reasons) {
-          LogWarning("%s %s: %s", key.ToString(), StatusStateName(status.state), reason.ToString());
-        }
-      }
-    }
-    statuses_ = statuses;
+    previous = std::exchange(statuses_, settled);
   }
+  LogChanged(*previous, *settled);
   rejected_->Set(rejected);
   warned_->Set(warned);
   if ((*snapshot)->version() != published_version_) {
@@ -93,7 +105,7 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
             (*snapshot)->size());
     publish_(*snapshot);
   }
-  if (listener_) listener_(statuses);
+  if (listener_) listener_(*settled);
   return absl::OkStatus();
 }
 
@@ -108,7 +120,9 @@ bool ConfigPipeline::overlay_pending() const {
   return overlay_pending_;
 }
 
-StatusMap ConfigPipeline::statuses() const {
+StatusMap ConfigPipeline::statuses() const { return *shared_statuses(); }
+
+std::shared_ptr<const StatusMap> ConfigPipeline::shared_statuses() const {
   absl::MutexLock lock(&mu_);
   return statuses_;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -36,8 +37,10 @@ class ConfigPipeline {
   void SetOverlay(StatusMap overlay);
   bool overlay_pending() const;
 
-  // Thread-safe.
+  // The last Apply's statuses. Thread-safe.
   StatusMap statuses() const;
+  // The same without a copy.
+  std::shared_ptr<const StatusMap> shared_statuses() const;
   void OnStatuses(std::function<void(const StatusMap&)> listener) {
     listener_ = std::move(listener);
   }
@@ -58,7 +61,9 @@ class ConfigPipeline {
   SnapshotPtr last_built_;
 
   mutable absl::Mutex mu_;
-  StatusMap statuses_ ABSL_GUARDED_BY(mu_);
+  // The last Apply's, shared with the listener it was handed to.
+  std::shared_ptr<const StatusMap> statuses_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const StatusMap>();
   StatusMap overlay_ ABSL_GUARDED_BY(mu_);
   bool overlay_pending_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -210,7 +210,7 @@ void KubeConfigSource::ApplyIfChanged() {
   gateway_api::Conversion conversion = AddGatewayApi(&input);
   (void)pipeline_.Apply(input, {});
   gateway_api::GatewayApiStatuses settled =
-      gateway_api::SettleStatuses(conversion, pipeline_.statuses());
+      gateway_api::SettleStatuses(conversion, *pipeline_.shared_statuses());
   if (gateway_api_listener_) gateway_api_listener_(settled);
   {
     absl::MutexLock lock(&gateway_api_mu_);
@@ -253,7 +253,8 @@ gateway_api::Conversion KubeConfigSource::AddGatewayApi(TranslationInput* input)
 
 StatusMap KubeConfigSource::statuses() const {
   absl::MutexLock lock(&gateway_api_mu_);
-  return gateway_api::DebugStatuses(gateway_api_statuses_, conversion_, pipeline_.statuses());
+  return gateway_api::DebugStatuses(gateway_api_statuses_, conversion_,
+                                    *pipeline_.shared_statuses());
 }
 
 gateway_api::GatewayApiStatuses KubeConfigSource::gateway_api_statuses() const {
