@@ -1,5 +1,7 @@
 #include "src/source/directory_scanner.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,7 +10,9 @@
 #include <filesystem>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -30,57 +34,71 @@ class TreeWalk {
       : root_(std::move(root)), extensions_(extensions) {}
 
   // Lists `dir` and what is under it; false if `dir` itself is unreadable.
-  bool List(const fs::path& dir) {
+  // Entries are looked at relative to the open directory: a path walk per
+  // file was a third of a listing's cost in a 1,000-file directory.
+  bool List(const std::string& dir) {
+    DIR* stream = opendir(dir.c_str());
+    if (stream == nullptr) return Unreadable(dir, errno);
+    absl::Cleanup close_stream = [stream] { closedir(stream); };
     struct stat st;
-    if (stat(dir.c_str(), &st) != 0) return Unreadable(dir, errno);
+    if (fstat(dirfd(stream), &st) != 0) return Unreadable(dir, errno);
     if (!visited_.insert({st.st_dev, st.st_ino}).second) return true;  // a link loop
-    std::error_code ec;
-    fs::directory_iterator it(dir, ec);
-    if (ec) return Unreadable(dir, ec.value());
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      Visit(*it);
+    const std::string prefix = dir.ends_with('/') ? dir : dir + '/';
+    while (true) {
+      errno = 0;
+      const dirent* entry = readdir(stream);
+      // An error ends the listing; it is not taken as complete.
+      if (entry == nullptr) return errno == 0 || Unreadable(dir, errno);
+      Visit(dirfd(stream), prefix, *entry);
     }
-    // A failed increment ends the loop as if the listing were complete.
-    if (ec) return Unreadable(dir, ec.value());
-    return true;
   }
 
   DirectoryListing Take() { return std::move(listing_); }
 
  private:
-  bool Unreadable(const fs::path& dir, int error) {
-    listing_.unreadable[dir.string()] = absl::StrCat("cannot list: ", std::strerror(error));
+  bool Unreadable(const std::string& dir, int error) {
+    listing_.unreadable[dir] = absl::StrCat("cannot list: ", std::strerror(error));
     return false;
   }
 
-  void Visit(const fs::directory_entry& entry) {
-    const fs::path& path = entry.path();
-    const std::string name = path.filename().string();
+  void Visit(int dir_fd, const std::string& prefix, const dirent& entry) {
+    const absl::string_view name = entry.d_name;
     if (name.empty() || name[0] == '.') return;
-    std::error_code ec;
-    // The entry's type comes with the listing (d_type), so only links cost
-    // a look of their own; every entry is stat()ed below anyway.
-    if (entry.is_symlink(ec)) {
-      fs::path target = fs::canonical(path, ec);
-      if (ec) return;  // dangling: like a file that is not there
-      if (!IsUnder(target, root_)) {
-        listing_.skipped[path.string()] = absl::StrCat("symlink to ", target.string(), ", outside ",
-                                                       root_.string(), "; not followed");
-        return;
+    std::string path = absl::StrCat(prefix, name);
+    // The entry's type comes with the listing (d_type), so only links (and
+    // file systems that do not fill it in) cost a look of their own.
+    if (entry.d_type == DT_LNK || entry.d_type == DT_UNKNOWN) {
+      struct stat link;
+      if (fstatat(dir_fd, entry.d_name, &link, AT_SYMLINK_NOFOLLOW) != 0) return;  // gone
+      if (S_ISLNK(link.st_mode)) {
+        std::error_code ec;
+        fs::path target = fs::canonical(path, ec);
+        if (ec) return;  // dangling: like a file that is not there
+        if (!IsUnder(target, root_)) {
+          listing_.skipped[path] = absl::StrCat("symlink to ", target.string(), ", outside ",
+                                                root_.string(), "; not followed");
+          return;
+        }
       }
     }
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) return;  // gone since it was listed
+    if (fstatat(dir_fd, entry.d_name, &st, 0) != 0) return;  // gone since it was listed
     if (S_ISDIR(st.st_mode)) {
       List(path);
       return;
     }
-    const std::string ext = path.extension().string();
-    if (std::find(extensions_.begin(), extensions_.end(), ext) == extensions_.end()) return;
-    if (!S_ISREG(st.st_mode)) return;
-    listing_.files[path.string()] = {
+    if (!S_ISREG(st.st_mode) || !HasListedExtension(name)) return;
+    listing_.files[std::move(path)] = {
         static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
         static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+  }
+
+  // What std::filesystem calls the extension: from the last '.', which
+  // `name` (not hidden) never has first.
+  bool HasListedExtension(absl::string_view name) const {
+    const size_t dot = name.rfind('.');
+    if (dot == absl::string_view::npos) return false;
+    return std::find(extensions_.begin(), extensions_.end(), name.substr(dot)) != extensions_.end();
   }
 
   const fs::path root_;
