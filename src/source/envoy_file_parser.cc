@@ -8,6 +8,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "src/model/yaml_load.h"
 #include "src/snapshot/resource.h"
+#include "src/source/json_message_reader.h"
 #include "src/source/json_resource_document.h"
 #include "src/source/yaml_json.h"
 
@@ -48,15 +49,18 @@ void ParseOne(nlohmann::json json, int line, ParsedFile* out) {
   json.erase("@type");
   std::unique_ptr<Message> message(
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  // Invalid UTF-8 in a string is replaced, not thrown: the JSON parser then
-  // reports the field.
-  std::string text = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  auto status = google::protobuf::util::JsonStringToMessage(text, message.get(), options);
-  if (!status.ok()) {
-    out->problems.push_back({line, type_url, name_hint, std::string(status.message())});
-    return;
+  if (!ReadJsonMessageExactly(json, message.get())) {
+    message->Clear();
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    // Invalid UTF-8 in a string is replaced, not thrown: the JSON parser then
+    // reports the field.
+    std::string text = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto status = google::protobuf::util::JsonStringToMessage(text, message.get(), options);
+    if (!status.ok()) {
+      out->problems.push_back({line, type_url, name_hint, std::string(status.message())});
+      return;
+    }
   }
   std::string name = ResourceNameOf(*message);
   if (name.empty()) {

@@ -2,14 +2,23 @@
 // Envoy validation and resource encoding, as the directory source runs them.
 // A file both readers take must parse exactly the same through either
 // (lines and messages included): the JSON fast path may not change a result.
+// A resource the fast message reader takes must equal what protobuf's JSON
+// reader makes of it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "nlohmann/json.hpp"
 #include "src/snapshot/resource.h"
 #include "src/source/envoy_file_parser.h"
+#include "src/source/json_message_reader.h"
 #include "src/source/json_resource_document.h"
 #include "src/translate/envoy_validation.h"
 
@@ -28,6 +37,28 @@ std::string Describe(const holdfast::ParsedFile& file) {
   return out;
 }
 
+void CheckMessageReader(nlohmann::json resource) {
+  if (!resource.is_object() || !resource.contains("@type") || !resource["@type"].is_string()) return;
+  std::string type = resource["@type"];
+  const auto* descriptor = google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
+      type.substr(type.rfind('/') + 1));
+  if (descriptor == nullptr) return;
+  resource.erase("@type");
+  const auto* prototype =
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor);
+  std::unique_ptr<google::protobuf::Message> fast(prototype->New());
+  if (!holdfast::ReadJsonMessageExactly(resource, fast.get())) return;
+  std::unique_ptr<google::protobuf::Message> reference(prototype->New());
+  const std::string text =
+      resource.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!google::protobuf::util::JsonStringToMessage(text, reference.get()).ok() ||
+      !google::protobuf::util::MessageDifferencer::Equals(*fast, *reference)) {
+    std::fprintf(stderr, "fast reader took %s as %s; protobuf: %s\n", text.c_str(),
+                 fast->ShortDebugString().c_str(), reference->ShortDebugString().c_str());
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -43,6 +74,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::fprintf(stderr, "JSON reader:\n%s\nYAML reader:\n%s\n", json.c_str(), yaml.c_str());
       std::abort();
     }
+  }
+  nlohmann::json document = nlohmann::json::parse(contents, nullptr, false);
+  if (document.is_object() && document.contains("resources") && document["resources"].is_array()) {
+    for (nlohmann::json& resource : document["resources"]) CheckMessageReader(std::move(resource));
+  } else {
+    CheckMessageReader(std::move(document));
   }
   for (const holdfast::ParsedResource& resource : parsed.resources) {
     if (holdfast::ValidateEnvoyResource(*resource.message).ok()) {
