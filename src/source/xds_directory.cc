@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/common/log.h"
@@ -81,12 +82,12 @@ struct XdsDirectorySource::Assembly {
     int line = 0;
     bool last_good = false;
   };
-  std::map<Key, Candidate> candidates;
+  KeyMap<Candidate> candidates;
   std::vector<Rejection> rejections;
 
   // Serves the last good version of `key` if nothing else is a candidate
   // for it; whether it did.
-  bool KeepLastGood(const Key& key, const std::map<Key, Served>& served) {
+  bool KeepLastGood(const Key& key, const KeyMap<Served>& served) {
     if (candidates.contains(key)) return false;
     auto it = served.find(key);
     if (it == served.end()) return false;
@@ -179,8 +180,13 @@ void XdsDirectorySource::DropDanglingReferences(Assembly& assembly) {
   auto& candidates = assembly.candidates;
   for (bool dangling = true; dangling;) {
     dangling = false;
-    std::set<Key> present;
-    for (const auto& [key, candidate] : candidates) present.insert(key);
+    // Views of the candidates' own type URLs and names: files_ and served_
+    // hold every candidate's resource until the reload ends.
+    absl::flat_hash_set<std::pair<absl::string_view, absl::string_view>> present;
+    present.reserve(candidates.size());
+    for (const auto& [key, candidate] : candidates) {
+      present.insert({candidate.resource->type_url(), candidate.resource->name()});
+    }
     for (auto it = candidates.begin(); it != candidates.end();) {
       std::vector<std::string> missing;
       for (const ResourceRef& ref : it->second.resource->references()) {
@@ -212,7 +218,7 @@ void XdsDirectorySource::DropDanglingReferences(Assembly& assembly) {
 
 absl::Status XdsDirectorySource::Publish(Assembly assembly) {
   std::vector<ResourcePtr> resources;
-  std::map<Key, Served> served;
+  KeyMap<Served> served;
   for (auto& [key, candidate] : assembly.candidates) {
     resources.push_back(candidate.resource);
     served.emplace(key, Served{candidate.resource, candidate.file});

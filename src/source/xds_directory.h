@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +69,15 @@ class XdsDirectorySource {
 
  private:
   using Key = std::pair<std::string, std::string>;  // (type URL, name)
+  // Orders keys by name first: type URLs share a long prefix, and comparing
+  // them first was most of a reload's map work.
+  struct NameFirst {
+    bool operator()(const Key& a, const Key& b) const {
+      return std::tie(a.second, a.first) < std::tie(b.second, b.first);
+    }
+  };
+  template <typename Value>
+  using KeyMap = std::map<Key, Value, NameFirst>;
   struct Served {
     ResourcePtr resource;
     std::string file;
@@ -97,7 +107,7 @@ class XdsDirectorySource {
   // The last listing's unreadable directories and skipped entries.
   DirectoryListing listing_problems_ ABSL_GUARDED_BY(reload_mu_);
   // What is served, by (type_url, name): the last good version of everything.
-  std::map<Key, Served> served_ ABSL_GUARDED_BY(reload_mu_);
+  KeyMap<Served> served_ ABSL_GUARDED_BY(reload_mu_);
   std::string published_version_ ABSL_GUARDED_BY(reload_mu_);
   std::string last_error_summary_ ABSL_GUARDED_BY(reload_mu_);
 
