@@ -1,7 +1,6 @@
 #include "src/source/xds_directory.h"
 
 #include <optional>
-#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "google/protobuf/descriptor.h"
@@ -37,11 +38,15 @@ std::string Describe(const holdfast::ParsedFile& file) {
   return out;
 }
 
+// Checks the message reader on one resource of the tree the file parser
+// itself reads, against protobuf's reader of the same resource.
 void CheckMessageReader(nlohmann::json resource) {
-  if (!resource.is_object() || !resource.contains("@type") || !resource["@type"].is_string()) return;
-  std::string type = resource["@type"];
-  const auto* descriptor = google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
-      type.substr(type.rfind('/') + 1));
+  if (!resource.is_object() || !resource.contains("@type")) return;
+  const nlohmann::json& type_url = resource["@type"];
+  if (!type_url.is_string()) return;
+  const std::string type_name(holdfast::TypeNameOf(type_url.get_ref<const std::string&>()));
+  const auto* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type_name);
   if (descriptor == nullptr) return;
   resource.erase("@type");
   const auto* prototype =
@@ -64,7 +69,9 @@ void CheckMessageReader(nlohmann::json resource) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string contents(reinterpret_cast<const char*>(data), size);
   holdfast::ParsedFile parsed = holdfast::ParseEnvoyResources(contents);
-  if (holdfast::ReadJsonResourceDocument(contents, 60).has_value()) {
+  std::optional<holdfast::JsonResourceDocument> document =
+      holdfast::ReadJsonResourceDocument(contents, 60);
+  if (document.has_value()) {
     holdfast::ParsedFile as_yaml = holdfast::ParseEnvoyResourcesAsYaml(contents);
     std::string json = Describe(parsed);
     std::string yaml = Describe(as_yaml);
@@ -75,11 +82,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
   }
-  nlohmann::json document = nlohmann::json::parse(contents, nullptr, false);
-  if (document.is_object() && document.contains("resources") && document["resources"].is_array()) {
-    for (nlohmann::json& resource : document["resources"]) CheckMessageReader(std::move(resource));
-  } else {
-    CheckMessageReader(std::move(document));
+  if (document.has_value()) {
+    nlohmann::json& root = document->root;
+    auto resources = root.find("resources");
+    if (resources != root.end() && resources->is_array() && !root.contains("@type")) {
+      for (nlohmann::json& resource : *resources) CheckMessageReader(std::move(resource));
+    } else {
+      CheckMessageReader(std::move(root));
+    }
   }
   for (const holdfast::ParsedResource& resource : parsed.resources) {
     if (holdfast::ValidateEnvoyResource(*resource.message).ok()) {
