@@ -1,14 +1,18 @@
 #include "src/source/directory_follower.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "src/common/log.h"
 
 namespace holdfast {
 
 void DirectoryFollower::Start(Options options, std::function<void(const Listing&)> on_listing) {
-  auto announce = [this] {
-    writes_announced_ = true;
+  auto announce = [this](DirectoryChanges changes) {
+    {
+      absl::MutexLock lock(&changes_mu_);
+      changes_.Merge(std::move(changes));
+    }
     poller_.Wake();
   };
   if (absl::Status watching = watch_.Start(options.directory, announce); !watching.ok()) {
@@ -21,9 +25,14 @@ void DirectoryFollower::Start(Options options, std::function<void(const Listing&
       options.poll_interval,
       [this, options, on_listing = std::move(on_listing),
        scanner = ConfirmedScanner(options.directory, options.extensions)]() mutable {
-        if (auto listing = scanner.Poll(writes_announced_.exchange(false))) on_listing(*listing);
+        if (auto listing = scanner.Poll(TakeChanges())) on_listing(*listing);
         return scanner.confirm_soon() ? options.confirm_delay : options.poll_interval;
       });
+}
+
+DirectoryChanges DirectoryFollower::TakeChanges() {
+  absl::MutexLock lock(&changes_mu_);
+  return std::exchange(changes_, DirectoryChanges{});
 }
 
 void DirectoryFollower::Stop() {

@@ -1,13 +1,14 @@
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/poller.h"
+#include "src/source/directory_changes.h"
 #include "src/source/directory_scanner.h"
 #include "src/source/directory_watch.h"
 
@@ -46,11 +47,13 @@ class DirectoryFollower {
   void Wake() { poller_.Wake(); }
 
  private:
+  DirectoryChanges TakeChanges() ABSL_LOCKS_EXCLUDED(changes_mu_);
+
   Poller poller_;
   DirectoryWatch watch_;  // wakes poller_
-  // Set by the watch when it wakes poller_: the next listing may skip its
-  // confirmation (ConfirmedScanner::Poll).
-  std::atomic<bool> writes_announced_ = false;
+  // What the watch saw since the last listing (ConfirmedScanner::Poll).
+  absl::Mutex changes_mu_;
+  DirectoryChanges changes_ ABSL_GUARDED_BY(changes_mu_);
 };
 
 }  // namespace holdfast

@@ -21,6 +21,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What std::filesystem calls the extension: from the last '.', which `name`
+// (not hidden) never has first.
+bool HasListedExtension(absl::string_view name, const std::vector<std::string>& extensions) {
+  const size_t dot = name.rfind('.');
+  if (dot == absl::string_view::npos) return false;
+  return std::find(extensions.begin(), extensions.end(), name.substr(dot)) != extensions.end();
+}
+
+FileFingerprint FingerprintOf(const struct stat& st) {
+  return {static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+          static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+}
+
 bool IsUnder(const fs::path& path, const fs::path& root) {
   auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
   return root_end == root.end();
@@ -71,6 +84,7 @@ class TreeWalk {
       struct stat link;
       if (fstatat(dir_fd, entry.d_name, &link, AT_SYMLINK_NOFOLLOW) != 0) return;  // gone
       if (S_ISLNK(link.st_mode)) {
+        listing_.has_links = true;
         std::error_code ec;
         fs::path target = fs::canonical(path, ec);
         if (ec) return;  // dangling: like a file that is not there
@@ -87,18 +101,8 @@ class TreeWalk {
       List(path);
       return;
     }
-    if (!S_ISREG(st.st_mode) || !HasListedExtension(name)) return;
-    listing_.files[std::move(path)] = {
-        static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-        static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
-  }
-
-  // What std::filesystem calls the extension: from the last '.', which
-  // `name` (not hidden) never has first.
-  bool HasListedExtension(absl::string_view name) const {
-    const size_t dot = name.rfind('.');
-    if (dot == absl::string_view::npos) return false;
-    return std::find(extensions_.begin(), extensions_.end(), name.substr(dot)) != extensions_.end();
+    if (!S_ISREG(st.st_mode) || !HasListedExtension(name, extensions_)) return;
+    listing_.files[std::move(path)] = FingerprintOf(st);
   }
 
   const fs::path root_;
@@ -130,7 +134,50 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
   return walk.Take();
 }
 
-std::optional<DirectoryListing> ConfirmedScanner::Poll(bool writes_announced) {
+std::optional<DirectoryListing> ConfirmedScanner::Patched(
+    const absl::flat_hash_set<std::string>& paths) const {
+  if (!previous_.has_value() || !handed_over_.has_value() || previous_->has_links ||
+      !previous_->unreadable.empty()) {
+    return std::nullopt;
+  }
+  DirectoryListing patched = *previous_;
+  for (const std::string& path : paths) {
+    // The watch also watches hidden directories, which listings skip.
+    if (path.find("/.", directory_.empty() ? 0 : directory_.size() - 1) != std::string::npos) {
+      continue;
+    }
+    const absl::string_view name = absl::string_view(path).substr(path.rfind('/') + 1);
+    if (name.empty() || !HasListedExtension(name, extensions_)) continue;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return std::nullopt;
+      patched.files.erase(path);
+    } else if (S_ISREG(st.st_mode)) {
+      patched.files[path] = FingerprintOf(st);
+    } else if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
+      return std::nullopt;  // the whole listing knows what to do with these
+    } else {
+      patched.files.erase(path);
+    }
+  }
+  return patched;
+}
+
+std::optional<DirectoryListing> ConfirmedScanner::HandOver(DirectoryListing listing) {
+  unconfirmed_polls_ = 0;
+  confirm_soon_ = false;
+  previous_ = std::move(listing);
+  handed_over_ = previous_;
+  return previous_;
+}
+
+std::optional<DirectoryListing> ConfirmedScanner::Poll(const DirectoryChanges& changes) {
+  if (changes.any && changes.paths.has_value()) {
+    std::optional<DirectoryListing> patched = Patched(*changes.paths);
+    if (patched.has_value() && SameNames(*patched, *handed_over_)) {
+      return HandOver(*std::move(patched));
+    }
+  }
   absl::StatusOr<DirectoryListing> scan = ScanDirectory(directory_, extensions_);
   if (!scan.ok()) {
     if (healthy_) LogWarning("%s; serving the last good snapshot", scan.status().message());
@@ -142,18 +189,16 @@ std::optional<DirectoryListing> ConfirmedScanner::Poll(bool writes_announced) {
   if (!healthy_) LogInfo("directory %s readable again", directory_);
   healthy_ = true;
   bool confirmed = previous_.has_value() && *scan == *previous_;
-  if (!confirmed && writes_announced && handed_over_.has_value()) {
+  if (!confirmed && changes.any && handed_over_.has_value()) {
     confirmed = SameNames(*scan, *handed_over_);
   }
   if (!confirmed && previous_.has_value() && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
     confirmed = SameNames(*scan, *previous_);  // still changing: settle for the same names
   }
-  confirm_soon_ = !confirmed && unconfirmed_polls_ <= 1;
+  if (confirmed) return HandOver(*std::move(scan));
+  confirm_soon_ = unconfirmed_polls_ <= 1;
   previous_ = *std::move(scan);
-  if (!confirmed) return std::nullopt;
-  unconfirmed_polls_ = 0;
-  handed_over_ = previous_;
-  return previous_;
+  return std::nullopt;
 }
 
 }  // namespace holdfast

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/common/read_file.h"
+#include "src/source/directory_changes.h"
 
 namespace holdfast {
 
@@ -27,6 +28,9 @@ struct DirectoryListing {
   // each with why. Sources keep serving what an unreadable directory held.
   std::map<std::string, std::string> unreadable;
   std::map<std::string, std::string> skipped;
+  // Whether the tree holds symlinks: a link's file changes under another
+  // name than the one listed, so such a tree is always listed whole.
+  bool has_links = false;
   bool operator==(const DirectoryListing&) const = default;
 };
 
@@ -60,6 +64,13 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
 // and a listing) sooner; a file added or removed still waits for it, and so
 // does whatever a timed poll finds (a writer may still be at work).
 //
+// When the watch also names every entry changed since the last poll, that
+// poll looks at the named entries alone and patches the last listing (with
+// 1,000 files and 100 rewritten, a tenth of the work of listing the tree).
+// The patch is handed over only if it has the names last handed over, as an
+// announced listing is; if not, or if anything cannot be told by name, or
+// the tree holds links, the tree is listed whole as above.
+//
 // Logs when the directory becomes unreadable and readable again. Not
 // thread-safe: one poller calls it.
 class ConfirmedScanner {
@@ -72,11 +83,13 @@ class ConfirmedScanner {
         extensions_(std::move(extensions)),
         max_unconfirmed_polls_(max_unconfirmed_polls) {}
 
-  // A listing equal to the previous call's; or, when `writes_announced`, one
-  // with the same names (and the same unreadable directories) as the last
-  // listing handed over; or, after max_unconfirmed_polls calls without
-  // either, one with the same names as the previous call's; else nullopt.
-  std::optional<DirectoryListing> Poll(bool writes_announced = false);
+  // A listing equal to the previous call's; or, when `changes.any` (the
+  // watch saw writes), one with the same names (and the same unreadable
+  // directories) as the last listing handed over; or, after
+  // max_unconfirmed_polls calls without either, one with the same names as
+  // the previous call's; else nullopt. `changes` is what the watch saw since
+  // the previous call; none for a timed poll.
+  std::optional<DirectoryListing> Poll(const DirectoryChanges& changes = {});
 
   // True when the last Poll() saw a new listing after a settled one (or a
   // first listing): its confirmation should be sought soon, so that a
@@ -87,6 +100,12 @@ class ConfirmedScanner {
   bool confirm_soon() const { return confirm_soon_; }
 
  private:
+  // The previous listing with the entries in `paths` looked at again, if it
+  // may be patched (see the class comment); nullopt means list the tree.
+  std::optional<DirectoryListing> Patched(const absl::flat_hash_set<std::string>& paths) const;
+  // Hands over `listing` as the previous one and the one handed over.
+  std::optional<DirectoryListing> HandOver(DirectoryListing listing);
+
   const std::string directory_;
   const std::vector<std::string> extensions_;
   const int max_unconfirmed_polls_;

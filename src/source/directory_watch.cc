@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/common/log.h"
@@ -26,7 +28,8 @@ constexpr uint32_t kEvents = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_F
 
 }  // namespace
 
-absl::Status DirectoryWatch::Start(const std::string& directory, std::function<void()> on_change) {
+absl::Status DirectoryWatch::Start(const std::string& directory,
+                                   std::function<void(DirectoryChanges)> on_change) {
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd_ < 0) return absl::UnavailableError(absl::StrCat("inotify: ", strerror(errno)));
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -58,16 +61,42 @@ void DirectoryWatch::Stop() {
   inotify_fd_ = stop_fd_ = -1;
 }
 
+void DirectoryWatch::Watch(const std::string& directory) {
+  const int wd = inotify_add_watch(inotify_fd_, directory.c_str(), kEvents);
+  if (wd >= 0) watched_[wd] = directory;
+}
+
 void DirectoryWatch::WatchTree(const std::string& directory) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  inotify_add_watch(inotify_fd_, directory.c_str(), kEvents);
+  Watch(directory);
   fs::recursive_directory_iterator it(directory, fs::directory_options::follow_directory_symlink,
                                       ec);
   // Adding a watch twice only updates its mask, so re-walking is harmless.
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec)) inotify_add_watch(inotify_fd_, it->path().c_str(), kEvents);
+    if (it->is_directory(ec)) Watch(it->path().string());
   }
+}
+
+bool DirectoryWatch::Note(const inotify_event& event, DirectoryChanges& burst) {
+  burst.any = true;
+  if (event.mask & IN_IGNORED) watched_.erase(event.wd);
+  // A directory made or moved in needs watches of its own; one renamed or
+  // deleted, or the queue overflowing, is covered by the re-walk too.
+  if (event.mask & (IN_ISDIR | IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+    burst.paths.reset();
+    return true;
+  }
+  auto dir = watched_.find(event.wd);
+  // No name: the watched directory itself changed (its permissions, say).
+  if (event.len == 0 || dir == watched_.end()) {
+    burst.paths.reset();
+  } else if (burst.paths.has_value()) {
+    const absl::string_view name = event.name;
+    burst.paths->insert(dir->second.ends_with('/') ? absl::StrCat(dir->second, name)
+                                                   : absl::StrCat(dir->second, "/", name));
+  }
+  return false;
 }
 
 void DirectoryWatch::Run() {
@@ -81,6 +110,7 @@ void DirectoryWatch::Run() {
   constexpr absl::Duration kMaxDelay = absl::Milliseconds(200);
   bool pending = false;
   bool new_directory = false;
+  DirectoryChanges burst;
   absl::Time burst_began;
   while (true) {
     int timeout = -1;
@@ -101,11 +131,7 @@ void DirectoryWatch::Run() {
       for (char* p = buffer; p < buffer + n;) {
         auto* event = reinterpret_cast<inotify_event*>(p);
         got = true;
-        // A directory created or moved in needs watches of its own; a
-        // watched one renamed or deleted is covered by the re-walk too.
-        if (event->mask & (IN_ISDIR | IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) {
-          new_directory = true;
-        }
+        if (Note(*event, burst)) new_directory = true;
         p += sizeof(inotify_event) + event->len;
       }
     }
@@ -119,7 +145,7 @@ void DirectoryWatch::Run() {
     if (new_directory) WatchTree(directory_);
     new_directory = false;
     pending = false;
-    on_change_();
+    on_change_(std::exchange(burst, DirectoryChanges{}));
   }
 }
 
