@@ -64,6 +64,7 @@ nlohmann::json StoreJson(const SourceHealth& health, const LastKnownGood::State&
                       : last_good.serving_live    ? "live"
                                                   : "nothing"},
           {"persisted_version", last_good.persisted ? last_good.persisted->version() : ""},
+          {"written_version", last_good.written_version},
           {"restore_error", last_good.restore_error},
           {"persist_error", last_good.persist_error}};
 }

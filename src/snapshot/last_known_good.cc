@@ -53,10 +53,8 @@ void LastKnownGood::Start() {
       }
     }
   }
-  writer_.StartAdaptive(absl::InfiniteDuration(), [this] {
-    WritePending();
-    return absl::InfiniteDuration();  // until PublishLive wakes it
-  });
+  // Waits until PublishLive wakes it, or the last write is old enough.
+  writer_.StartAdaptive(absl::InfiniteDuration(), [this] { return WritePendingSoon(); });
   restorer_.StartAdaptive(options_.grace, [this] {
     ServePersistedIfNoLive();
     return absl::InfiniteDuration();  // once
@@ -96,18 +94,30 @@ void LastKnownGood::PublishLive(SnapshotPtr snapshot) {
   writer_.Wake();
 }
 
+absl::Duration LastKnownGood::WritePendingSoon() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (to_write_ == nullptr) return absl::InfiniteDuration();
+    const absl::Duration wait = last_write_ + options_.min_write_interval - absl::Now();
+    if (wait > absl::ZeroDuration()) return wait;
+  }
+  WritePending();
+  return absl::InfiniteDuration();
+}
+
 void LastKnownGood::WritePending() {
   if (options_.state_dir.empty()) return;
   SnapshotPtr snapshot;
   {
     absl::MutexLock lock(&mu_);
     snapshot = std::exchange(to_write_, nullptr);
-    if (snapshot == nullptr || snapshot->version() == written_version_) return;
+    if (snapshot == nullptr || snapshot->version() == state_.written_version) return;
+    last_write_ = absl::Now();
   }
   absl::Status written = WriteSnapshotFile(*snapshot, path());
   absl::MutexLock lock(&mu_);
   if (written.ok()) {
-    written_version_ = snapshot->version();
+    state_.written_version = snapshot->version();
     state_.persist_error.clear();
     return;
   }

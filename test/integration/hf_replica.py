@@ -524,30 +524,19 @@ def live_version(replica: Replica) -> str:
 
 
 def wait_snapshot_written(replica: Replica, timeout: float = CONVERGE_TIMEOUT) -> bytes:
-    """Waits until the replica's snapshot file exists and has stopped
-    changing for a second (the writer is done: nothing new to write)."""
+    """Waits until the replica has written the snapshot it serves live to
+    its snapshot file (/debug/store's written_version is the version /readyz
+    serves; writes may lag changes by up to a second), and returns the file,
+    checked."""
     path = replica.snapshot_file
 
     def observe():
-        replica.assert_running()
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_mtime_ns, st.st_size, time.monotonic())
+        status, body = readyz(replica)
+        m = READY_LIVE.match(body) if status == 200 else None
+        return (m.group(1) if m else None), store_doc(replica).get("written_version")
 
-    first = wait_for(observe, lambda s: s is not None, timeout=timeout,
-                     what=f"{path} to be written")
-    stable = {"since": first}
-
-    def settled(s):
-        if s is None or s[:2] != stable["since"][:2]:
-            stable["since"] = s
-            return False
-        return s[2] - stable["since"][2] >= 1.0
-
-    wait_for(observe, settled, timeout=timeout, what=f"{path} to stop changing",
-             interval=0.1)
+    wait_for(observe, lambda s: s[0] is not None and s[0] == s[1], timeout=timeout,
+             what=f"{replica.name} to write the snapshot it serves to {path}", interval=0.1)
     data = path.read_bytes()
     check_snapshot_file(data)
     doc = store_doc(replica)

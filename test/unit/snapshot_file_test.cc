@@ -224,5 +224,47 @@ TEST_F(SnapshotFileTest, StopWritesTheLatestLiveSnapshotFirst) {
   EXPECT_TRUE(last_good.state().persist_error.empty());
 }
 
+// Under churn the file is written at most every min_write_interval; the
+// latest snapshot still reaches it when the interval ends, or at Stop().
+TEST_F(SnapshotFileTest, WritesAreSpacedAndTheLatestStillReachesTheDisk) {
+  MetricsRegistry metrics;
+  SnapshotCache cache;
+  auto written = [&](const LastKnownGood& last_good, const SnapshotPtr& snapshot) {
+    auto read = ReadSnapshotFile(path_);
+    return last_good.state().written_version == snapshot->version() && read.ok() &&
+           (*read)->version() == snapshot->version();
+  };
+  SnapshotPtr a = Chain("a", 8081);
+  SnapshotPtr b = Chain("b", 9091);
+  {
+    LastKnownGood last_good(
+        {.state_dir = dir_, .grace = absl::Seconds(60), .min_write_interval = absl::Seconds(60)},
+        &cache, Clock::Real(), &metrics);
+    last_good.Start();
+    last_good.PublishLive(a);
+    ASSERT_TRUE(Eventually([&] { return written(last_good, a); })) << "the first at once";
+    last_good.PublishLive(b);
+    // Time for a write that should not happen to show.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_TRUE(written(last_good, a)) << "the next one waits for the interval";
+    EXPECT_EQ(cache.Current(cache.default_group()).snapshot->version(), b->version())
+        << "serving does not wait";
+    last_good.Stop();
+    EXPECT_TRUE(written(last_good, b)) << "Stop() writes what is pending";
+  }
+  {
+    LastKnownGood last_good({.state_dir = dir_,
+                             .grace = absl::Seconds(60),
+                             .min_write_interval = absl::Milliseconds(100)},
+                            &cache, Clock::Real(), &metrics);
+    last_good.Start();
+    last_good.PublishLive(a);
+    ASSERT_TRUE(Eventually([&] { return written(last_good, a); }));
+    last_good.PublishLive(b);
+    EXPECT_TRUE(Eventually([&] { return written(last_good, b); })) << "when the interval ends";
+    last_good.Stop();
+  }
+}
+
 }  // namespace
 }  // namespace holdfast
