@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "src/source/directory_changes.h"
 
 struct inotify_event;  // <sys/inotify.h>
@@ -33,6 +34,11 @@ class DirectoryWatch {
 
  private:
   void Run();
+  // Waits `timeout`, or until an event comes if `or_events`; false once
+  // stopped (or if waiting fails).
+  bool Wait(absl::Duration timeout, bool or_events);
+  // Reads every queued event into `burst`; whether there was any.
+  bool ReadEvents(DirectoryChanges& burst, bool& new_directory);
   // Adds a watch on `directory` and every directory under it.
   void WatchTree(const std::string& directory);
   void Watch(const std::string& directory);
