@@ -136,7 +136,7 @@ absl::StatusOr<DirectoryListing> ScanDirectory(const std::string& directory,
 
 std::optional<DirectoryListing> ConfirmedScanner::Patched(
     const absl::flat_hash_set<std::string>& paths) const {
-  if (!previous_.has_value() || !handed_over_.has_value() || previous_->has_links ||
+  if (previous_ == nullptr || handed_over_ == nullptr || previous_->has_links ||
       !previous_->unreadable.empty()) {
     return std::nullopt;
   }
@@ -163,15 +163,15 @@ std::optional<DirectoryListing> ConfirmedScanner::Patched(
   return patched;
 }
 
-std::optional<DirectoryListing> ConfirmedScanner::HandOver(DirectoryListing listing) {
+std::shared_ptr<const DirectoryListing> ConfirmedScanner::HandOver(DirectoryListing listing) {
   unconfirmed_polls_ = 0;
   confirm_soon_ = false;
-  previous_ = std::move(listing);
+  previous_ = std::make_shared<const DirectoryListing>(std::move(listing));
   handed_over_ = previous_;
   return previous_;
 }
 
-std::optional<DirectoryListing> ConfirmedScanner::Poll(const DirectoryChanges& changes) {
+std::shared_ptr<const DirectoryListing> ConfirmedScanner::Poll(const DirectoryChanges& changes) {
   if (changes.any && changes.paths.has_value()) {
     std::optional<DirectoryListing> patched = Patched(*changes.paths);
     if (patched.has_value() && SameNames(*patched, *handed_over_)) {
@@ -184,21 +184,21 @@ std::optional<DirectoryListing> ConfirmedScanner::Poll(const DirectoryChanges& c
     healthy_ = false;
     previous_.reset();
     confirm_soon_ = false;
-    return std::nullopt;
+    return nullptr;
   }
   if (!healthy_) LogInfo("directory %s readable again", directory_);
   healthy_ = true;
-  bool confirmed = previous_.has_value() && *scan == *previous_;
-  if (!confirmed && changes.any && handed_over_.has_value()) {
+  bool confirmed = previous_ != nullptr && *scan == *previous_;
+  if (!confirmed && changes.any && handed_over_ != nullptr) {
     confirmed = SameNames(*scan, *handed_over_);
   }
-  if (!confirmed && previous_.has_value() && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
+  if (!confirmed && previous_ != nullptr && ++unconfirmed_polls_ >= max_unconfirmed_polls_) {
     confirmed = SameNames(*scan, *previous_);  // still changing: settle for the same names
   }
   if (confirmed) return HandOver(*std::move(scan));
   confirm_soon_ = unconfirmed_polls_ <= 1;
-  previous_ = *std::move(scan);
-  return std::nullopt;
+  previous_ = std::make_shared<const DirectoryListing>(*std::move(scan));
+  return nullptr;
 }
 
 }  // namespace holdfast

@@ -39,21 +39,21 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
   write("a.yaml");
   write("b.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"}, /*max_unconfirmed_polls=*/3);
-  EXPECT_FALSE(scanner.Poll().has_value()) << "a first listing waits for confirmation";
+  EXPECT_FALSE(scanner.Poll() != nullptr) << "a first listing waits for confirmation";
   EXPECT_TRUE(scanner.confirm_soon());
   auto stable = scanner.Poll();
-  ASSERT_TRUE(stable.has_value());
+  ASSERT_TRUE(stable != nullptr);
   EXPECT_EQ(stable->files.size(), 2u);
   EXPECT_FALSE(scanner.confirm_soon());
 
   // One change is confirmed soon; a listing that changes again is not.
   write("a.yaml");
-  EXPECT_FALSE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr);
   EXPECT_TRUE(scanner.confirm_soon());
   write("a.yaml");
-  EXPECT_FALSE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr);
   EXPECT_FALSE(scanner.confirm_soon()) << "still changing: back to the poll interval";
-  ASSERT_TRUE(scanner.Poll().has_value());
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   // b changes before every poll: no two listings agree, yet after three
   // polls a listing with the confirmed names is handed over.
@@ -61,7 +61,7 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
   for (int poll = 1; poll <= 6; ++poll) {
     write("b.yaml");
     auto listing = scanner.Poll();
-    if (listing.has_value()) {
+    if (listing != nullptr) {
       ++handed_over;
       EXPECT_EQ(listing->files.size(), 2u);
       EXPECT_EQ(poll % 3, 0) << "handed over after every third unconfirmed poll";
@@ -77,7 +77,7 @@ TEST(ConfirmedScannerTest, HandsOverStableListingsAndKeepsUpWithChurn) {
       write("a.yaml");
     }
     write("b.yaml");
-    EXPECT_FALSE(scanner.Poll().has_value()) << "poll " << poll;
+    EXPECT_FALSE(scanner.Poll() != nullptr) << "poll " << poll;
   }
 }
 
@@ -90,28 +90,28 @@ TEST(ConfirmedScannerTest, AnnouncedEditsOfKnownFilesNeedNoConfirmation) {
   auto write = [&](const std::string& name) { scanned.Write(name); };
   write("a.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"});
-  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()).has_value())
+  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()) != nullptr)
       << "nothing handed over yet: a first listing waits for confirmation";
-  ASSERT_TRUE(scanner.Poll().has_value());
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   write("a.yaml");
   auto edited = scanner.Poll(DirectoryChanges::Unnamed());
-  ASSERT_TRUE(edited.has_value()) << "an announced edit of a known file";
+  ASSERT_TRUE(edited != nullptr) << "an announced edit of a known file";
   EXPECT_EQ(edited->files.begin()->second.size, scanned.writes());
 
   write("a.yaml");
-  EXPECT_FALSE(scanner.Poll().has_value()) << "a timed poll still confirms";
-  ASSERT_TRUE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr) << "a timed poll still confirms";
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   write("b.yaml");
-  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()).has_value()) << "a new name";
+  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()) != nullptr) << "a new name";
   auto added = scanner.Poll(DirectoryChanges::Unnamed());
-  ASSERT_TRUE(added.has_value()) << "confirmed by the second listing";
+  ASSERT_TRUE(added != nullptr) << "confirmed by the second listing";
   EXPECT_EQ(added->files.size(), 2u);
 
   std::filesystem::remove(dir / "b.yaml");
   write("a.yaml");
-  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()).has_value()) << "a name gone";
+  EXPECT_FALSE(scanner.Poll(DirectoryChanges::Unnamed()) != nullptr) << "a name gone";
 }
 
 // A poll the watch asked for, naming every entry changed, looks at those
@@ -126,8 +126,8 @@ TEST(ConfirmedScannerTest, NamedEditsPatchTheLastListing) {
     scanned.Write(name);
   }
   ConfirmedScanner scanner(dir.string(), {".yaml"});
-  EXPECT_FALSE(scanner.Poll().has_value());
-  ASSERT_TRUE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr);
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   scanned.Write("sub/c.yaml");
   const int c_size = scanned.writes();
@@ -136,7 +136,7 @@ TEST(ConfirmedScannerTest, NamedEditsPatchTheLastListing) {
   for (const char* name : {".h.yaml", ".git/x.yaml", "notes.txt"}) scanned.Write(name);
   auto patched =
       scanner.Poll(scanned.Named({"sub/c.yaml", ".h.yaml", ".git/x.yaml", "notes.txt"}));
-  ASSERT_TRUE(patched.has_value()) << "named edits of known files";
+  ASSERT_TRUE(patched != nullptr) << "named edits of known files";
   EXPECT_EQ(patched->files.size(), 3u);
   EXPECT_EQ(patched->files.at((dir / "sub/c.yaml").string()).size, c_size);
   EXPECT_EQ(patched->files.at((dir / "b.yaml").string()).size, 2)
@@ -144,20 +144,20 @@ TEST(ConfirmedScannerTest, NamedEditsPatchTheLastListing) {
 
   // The next whole listing finds b.
   auto listed = scanner.Poll(DirectoryChanges::Unnamed());
-  ASSERT_TRUE(listed.has_value());
+  ASSERT_TRUE(listed != nullptr);
   EXPECT_EQ(listed->files.at((dir / "b.yaml").string()).size, b_size);
 
   // A named file that is new, or gone, changes the names: the tree is
   // listed and the listing waits for its confirmation, as without names.
   scanned.Write("d.yaml");
-  EXPECT_FALSE(scanner.Poll(scanned.Named({"d.yaml"})).has_value()) << "a new name";
+  EXPECT_FALSE(scanner.Poll(scanned.Named({"d.yaml"})) != nullptr) << "a new name";
   auto added = scanner.Poll();
-  ASSERT_TRUE(added.has_value());
+  ASSERT_TRUE(added != nullptr);
   EXPECT_EQ(added->files.size(), 4u);
   std::filesystem::remove(dir / "a.yaml");
-  EXPECT_FALSE(scanner.Poll(scanned.Named({"a.yaml"})).has_value()) << "a name gone";
+  EXPECT_FALSE(scanner.Poll(scanned.Named({"a.yaml"})) != nullptr) << "a name gone";
   auto removed = scanner.Poll();
-  ASSERT_TRUE(removed.has_value());
+  ASSERT_TRUE(removed != nullptr);
   EXPECT_EQ(removed->files.size(), 3u);
 }
 
@@ -168,13 +168,13 @@ TEST(ConfirmedScannerTest, APatchHasTheNamesLastHandedOverOrWaits) {
   const std::filesystem::path& dir = scanned.path();
   scanned.Write("a.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"});
-  EXPECT_FALSE(scanner.Poll().has_value());
-  ASSERT_TRUE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr);
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   scanned.Write("b.yaml");
-  EXPECT_FALSE(scanner.Poll().has_value()) << "a timed poll sees b, unconfirmed";
+  EXPECT_FALSE(scanner.Poll() != nullptr) << "a timed poll sees b, unconfirmed";
   scanned.Write("a.yaml");
-  EXPECT_FALSE(scanner.Poll(scanned.Named({"a.yaml"})).has_value())
+  EXPECT_FALSE(scanner.Poll(scanned.Named({"a.yaml"})) != nullptr)
       << "the patch would hand over names never confirmed";
 }
 
@@ -187,12 +187,12 @@ TEST(ConfirmedScannerTest, ATreeWithLinksIsListedWhole) {
   scanned.Write("real/x.yaml");
   std::filesystem::create_symlink("real/x.yaml", dir / "link.yaml");
   ConfirmedScanner scanner(dir.string(), {".yaml"});
-  EXPECT_FALSE(scanner.Poll().has_value());
-  ASSERT_TRUE(scanner.Poll().has_value());
+  EXPECT_FALSE(scanner.Poll() != nullptr);
+  ASSERT_TRUE(scanner.Poll() != nullptr);
 
   scanned.Write("real/x.yaml");
   auto listing = scanner.Poll(scanned.Named({"real/x.yaml"}));
-  ASSERT_TRUE(listing.has_value());
+  ASSERT_TRUE(listing != nullptr);
   EXPECT_EQ(listing->files.at((dir / "link.yaml").string()).size, scanned.writes())
       << "the link's file changed too";
 }
