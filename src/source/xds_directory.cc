@@ -28,8 +28,17 @@ namespace {
 
 const std::vector<std::string> kExtensions = {".yaml", ".yml", ".json"};
 
-std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path) {
+bool UnderUnreadable(const std::string& path, const DirectoryListing& scan) {
+  for (const auto& [dir, why] : scan.unreadable) {
+    if (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/') return true;
+  }
+  return false;
+}
+
+std::shared_ptr<XdsDirectorySource::FileState> LoadFile(const std::string& path,
+                                                        const FileFingerprint& fingerprint) {
   auto state = std::make_shared<XdsDirectorySource::FileState>();
+  state->fingerprint = fingerprint;
   absl::StatusOr<std::string> contents = ReadWholeFile(path);
   if (!contents.ok()) {
     state->unreadable = true;
@@ -77,7 +86,7 @@ absl::Status XdsDirectorySource::Reload() {
 struct XdsDirectorySource::Assembly {
   struct Candidate {
     ResourcePtr resource;
-    std::string file;
+    absl::string_view file;  // a key of files_ or a file of served_
     int line = 0;
     bool last_good = false;
   };
@@ -90,7 +99,8 @@ struct XdsDirectorySource::Assembly {
     if (candidates.contains(key)) return false;
     auto it = served.find(key);
     if (it == served.end()) return false;
-    candidates.emplace(key, Candidate{it->second.resource, it->second.file, 0, true});
+    candidates.emplace(KeyOf(*it->second.resource),
+                       Candidate{it->second.resource, it->second.file, 0, true});
     return true;
   }
 };
@@ -104,32 +114,39 @@ absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
 }
 
 bool XdsDirectorySource::ReadChangedFiles(const DirectoryListing& scan) {
-  // What directories that cannot be listed now held stays (unknown is not
-  // gone); files whose fingerprint changed are parsed again.
-  std::map<std::string, std::shared_ptr<FileState>> files;
-  for (const auto& [dir, why] : scan.unreadable) {
-    const std::string prefix = dir + "/";
-    for (auto it = files_.lower_bound(prefix); it != files_.end() && it->first.starts_with(prefix);
-         ++it) {
-      files.insert(*it);
-    }
-  }
   bool changed =
       scan.unreadable != listing_problems_.unreadable || scan.skipped != listing_problems_.skipped;
   listing_problems_ = {{}, scan.unreadable, scan.skipped};
+  // One ordered walk of files_ and the listing, both sorted by path: files
+  // whose fingerprint changed are parsed again, files no longer listed are
+  // dropped, except under a directory that cannot be listed now (unknown is
+  // not gone). Rebuilding the map instead was a twentieth of a change's CPU
+  // with 1,000 files.
+  auto held = files_.begin();
+  auto drop_until = [&](const std::string* path) {
+    while (held != files_.end() && (path == nullptr || held->first < *path)) {
+      if (UnderUnreadable(held->first, scan)) {
+        ++held;
+        continue;
+      }
+      held = files_.erase(held);
+      changed = true;
+    }
+  };
   for (const auto& [path, fingerprint] : scan.files) {
-    auto previous = files_.find(path);
-    if (previous != files_.end() && previous->second->fingerprint == fingerprint) {
-      files.emplace(path, previous->second);
+    drop_until(&path);
+    if (held != files_.end() && held->first == path) {
+      if (held->second->fingerprint != fingerprint) {
+        held->second = LoadFile(path, fingerprint);
+        changed = true;
+      }
+      ++held;
       continue;
     }
-    auto state = LoadFile(path);
-    state->fingerprint = fingerprint;
-    files.emplace(path, std::move(state));
+    held = std::next(files_.emplace_hint(held, path, LoadFile(path, fingerprint)));
     changed = true;
   }
-  if (files.size() != files_.size()) changed = true;
-  if (changed) files_ = std::move(files);
+  drop_until(nullptr);
   return changed;
 }
 
@@ -145,11 +162,11 @@ XdsDirectorySource::Assembly XdsDirectorySource::GatherCandidates(const Director
     assembly.rejections.push_back({path, 0, "", "", why});
   for (const auto& [file, state] : files_) {
     for (const FileState::Good& good : state->good) {
-      Key key{good.resource->type_url(), good.resource->name()};
-      auto [slot, inserted] =
-          assembly.candidates.emplace(key, Assembly::Candidate{good.resource, file, good.line});
+      auto [slot, inserted] = assembly.candidates.emplace(
+          KeyOf(*good.resource), Assembly::Candidate{good.resource, file, good.line});
       if (!inserted) {
-        assembly.rejections.push_back({file, good.line, key.first, key.second,
+        assembly.rejections.push_back({file, good.line, good.resource->type_url(),
+                                       good.resource->name(),
                                        absl::StrCat("duplicate: already defined at ",
                                                     slot->second.file, ":", slot->second.line)});
       }
@@ -199,8 +216,9 @@ void XdsDirectorySource::DropDanglingReferences(Assembly& assembly) {
         continue;
       }
       dangling = true;
-      Rejection rejection{it->second.file, it->second.line, it->first.first, it->first.second,
-                          absl::StrJoin(missing, "; ")};
+      const Resource& resource = *it->second.resource;
+      Rejection rejection{std::string(it->second.file), it->second.line, resource.type_url(),
+                          resource.name(), absl::StrJoin(missing, "; ")};
       auto served = served_.find(it->first);
       if (!it->second.last_good && served != served_.end() &&
           served->second.resource != it->second.resource) {
@@ -220,7 +238,8 @@ absl::Status XdsDirectorySource::Publish(Assembly assembly) {
   KeyMap<Served> served;
   for (auto& [key, candidate] : assembly.candidates) {
     resources.push_back(candidate.resource);
-    served.emplace(key, Served{candidate.resource, candidate.file});
+    served.emplace(KeyOf(*candidate.resource),
+                   Served{candidate.resource, std::string(candidate.file)});
   }
   absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(resources), clock_.Now());
   if (!snapshot.ok()) {
