@@ -106,7 +106,7 @@ struct XdsDirectorySource::Assembly {
 };
 
 absl::Status XdsDirectorySource::Apply(const DirectoryListing& scan) {
-  if (!ReadChangedFiles(scan) && !published_version_.empty()) return absl::OkStatus();
+  if (!ReadChangedFiles(scan) && published_ != nullptr) return absl::OkStatus();
   reloads_->Increment();
   Assembly assembly = GatherCandidates(scan);
   DropDanglingReferences(assembly);
@@ -238,10 +238,14 @@ absl::Status XdsDirectorySource::Publish(Assembly assembly) {
   KeyMap<Served> served;
   for (auto& [key, candidate] : assembly.candidates) {
     resources.push_back(candidate.resource);
-    served.emplace(KeyOf(*candidate.resource),
-                   Served{candidate.resource, std::string(candidate.file)});
+    served.emplace_hint(served.end(), KeyOf(*candidate.resource),
+                        Served{candidate.resource, std::string(candidate.file)});
   }
-  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(std::move(resources), clock_.Now());
+  // Each type's resources come in name order, so the types that did not
+  // change (the clusters, under endpoint churn) are taken from the last
+  // snapshot rather than indexed and hashed again.
+  absl::StatusOr<SnapshotPtr> snapshot =
+      Snapshot::Build(std::move(resources), clock_.Now(), {}, published_.get());
   if (!snapshot.ok()) {
     // The steps before make this impossible; keep serving what we had.
     LogError("xds directory %s: %s", options_.directory, snapshot.status().message());
@@ -249,11 +253,11 @@ absl::Status XdsDirectorySource::Publish(Assembly assembly) {
   }
   served_ = std::move(served);
   Report(std::move(assembly.rejections));
-  if ((*snapshot)->version() != published_version_) {
-    published_version_ = (*snapshot)->version();
+  if (published_ == nullptr || (*snapshot)->version() != published_->version()) {
+    published_ = *snapshot;
     LogInfo("xds directory %s: publishing snapshot %s (%d resources)", options_.directory,
-            published_version_, (*snapshot)->size());
-    publish_(*snapshot);
+            published_->version(), published_->size());
+    publish_(published_);
   }
   return absl::OkStatus();
 }

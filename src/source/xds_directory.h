@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -77,8 +76,10 @@ class XdsDirectorySource {
   // Orders keys by name first: type URLs share a long prefix, and comparing
   // them first was most of a reload's map work.
   struct NameFirst {
+    // One comparison of the names, not std::tie's two per member.
     bool operator()(const Key& a, const Key& b) const {
-      return std::tie(a.second, a.first) < std::tie(b.second, b.first);
+      const int by_name = a.second.compare(b.second);
+      return by_name != 0 ? by_name < 0 : a.first < b.first;
     }
   };
   template <typename Value>
@@ -113,7 +114,7 @@ class XdsDirectorySource {
   DirectoryListing listing_problems_ ABSL_GUARDED_BY(reload_mu_);
   // What is served, by (type_url, name): the last good version of everything.
   KeyMap<Served> served_ ABSL_GUARDED_BY(reload_mu_);
-  std::string published_version_ ABSL_GUARDED_BY(reload_mu_);
+  SnapshotPtr published_ ABSL_GUARDED_BY(reload_mu_);
   std::string last_error_summary_ ABSL_GUARDED_BY(reload_mu_);
 
   mutable absl::Mutex mu_;
