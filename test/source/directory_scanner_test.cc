@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "src/source/config_files.h"
 #include "src/source/directory_config_source.h"
+#include "src/source/xds_directory.h"
 
 namespace holdfast {
 namespace {
@@ -165,6 +166,50 @@ TEST_F(ScanTest, SourceKeepsServingWhatAnUnreadableDirectoryHeld) {
   ASSERT_TRUE(statuses.contains(dir_key));
   EXPECT_EQ(statuses.at(dir_key).state, StatusState::kRejected);
   EXPECT_TRUE(statuses.at(dir_key).serving_last_good);
+}
+
+// The same for raw Envoy resources (--xds-dir): an unreadable directory's
+// files stay in the source's file map while the rest of the tree changes.
+TEST_F(ScanTest, XdsSourceKeepsServingWhatAnUnreadableDirectoryHeld) {
+  auto cluster = [](const std::string& name) {
+    return absl::StrReplaceAll(R"("@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+name: NAME
+type: STATIC
+connect_timeout: 1s
+load_assignment:
+  cluster_name: NAME
+  endpoints:
+  - lb_endpoints:
+    - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
+)",
+                               {{"NAME", name}});
+  };
+  Write(config() / "a.yaml", cluster("a"));
+  Write(config() / "locked" / "b.yaml", cluster("b"));
+  Write(config() / "z.yaml", cluster("z"));
+  std::vector<SnapshotPtr> published;
+  MetricsRegistry metrics;
+  XdsDirectorySource source({.directory = config().string()}, Clock::Real(), &metrics,
+                            [&](SnapshotPtr s) { published.push_back(s); });
+  ASSERT_TRUE(source.Reload().ok());
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published.back()->size(), 3u);
+
+  fs::permissions(config() / "locked", fs::perms::none);
+  fs::remove(config() / "a.yaml");
+  Write(config() / "c.yaml", cluster("c"));
+  WithoutDacOverride([&] { ASSERT_TRUE(source.Reload().ok()); });
+  ASSERT_EQ(published.size(), 2u);
+  const Snapshot& now = *published.back();
+  EXPECT_EQ(now.size(), 3u) << "a gone, c added, b kept";
+  const ResourceMap& clusters = now.Resources(type_url::kCluster);
+  EXPECT_TRUE(clusters.find("b") != clusters.end()) << "unknown is not gone";
+  EXPECT_TRUE(clusters.find("a") == clusters.end()) << "a removed file is gone";
+  bool reported = false;
+  for (const Rejection& r : source.rejections()) {
+    reported |= r.file == (config() / "locked").string() && r.serving_last_good;
+  }
+  EXPECT_TRUE(reported);
 }
 
 }  // namespace
