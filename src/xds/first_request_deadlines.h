@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
+#include "src/common/metrics.h"
 
 namespace holdfast {
 
@@ -30,6 +31,15 @@ class FirstRequestDeadlines {
   // it ended. Calls `expire` without the lock held.
   size_t ExpireOverdue();
 
+  // Counts in `counter` each stream an `expire` ends. Call before the first
+  // Add.
+  void CountEndsIn(Counter* counter) { ended_ = counter; }
+  // Called by an `expire` just before it ends its stream: its client can see
+  // the end at once, and a count made after could be read before it.
+  void NoteEnding() {
+    if (ended_ != nullptr) ended_->Increment();
+  }
+
   absl::Duration timeout() const { return timeout_; }
   size_t size() const;
 
@@ -41,6 +51,7 @@ class FirstRequestDeadlines {
 
   const absl::Duration timeout_;
   const Clock& clock_;
+  Counter* ended_ = nullptr;
   mutable absl::Mutex mu_;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
 };

@@ -49,6 +49,7 @@ bool XdsStream::EndWithoutFirstRequest() {
   if (requested_ || finished_) return false;
   LogDebug("xds stream %d (%s, %s): no request within %s, ending it", id_, kind_,
            proxy_->View().peer, absl::FormatDuration(context_.first_request->timeout()));
+  context_.first_request->NoteEnding();
   // DEADLINE_EXCEEDED: the client let a deadline pass; it is told which one.
   FinishLocked(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                             absl::StrCat("holdfast: no DiscoveryRequest within ",

@@ -171,6 +171,7 @@ XdsServer::XdsServer(const XdsServerOptions& options, const StreamContext& conte
       registry->GetGauge("holdfast_xds_streams_awaiting_request",
                          "xDS streams open that have not sent a request yet (not proxies yet)"),
   };
+  first_request_.CountEndsIn(metrics_.first_request_timeouts);
 }
 
 absl::StatusOr<std::unique_ptr<XdsServer>> XdsServer::Start(const XdsServerOptions& options,
@@ -255,9 +256,7 @@ ListenerObservation XdsServer::Observe() const {
 
 void XdsServer::Check() {
   credentials_->CheckFiles();
-  if (size_t ended = first_request_.ExpireOverdue(); ended > 0) {
-    metrics_.first_request_timeouts->Increment(ended);
-  }
+  first_request_.ExpireOverdue();  // each stream ended is counted as it ends
   metrics_.awaiting_request->Set(static_cast<double>(first_request_.size()));
   const ListenerObservation observation = Observe();
   RecordDescriptors(observation.descriptors);

@@ -45,5 +45,25 @@ TEST(FirstRequestDeadlinesTest, AStreamThatWasAlreadyEndingIsNotCounted) {
   EXPECT_EQ(deadlines.size(), 0u);
 }
 
+// The count is made before the stream ends (its client sees the end at
+// once and may read the metric next), by the stream's own `expire`.
+TEST(FirstRequestDeadlinesTest, AnEndIsCountedBeforeTheStreamEnds) {
+  SimulatedClock clock;
+  FirstRequestDeadlines deadlines(absl::Seconds(1), clock);
+  Counter ended;
+  deadlines.CountEndsIn(&ended);
+  uint64_t counted_when_ending = 0;
+  deadlines.Add(1, [&] {
+    deadlines.NoteEnding();
+    counted_when_ending = ended.value();  // what a client told of the end could read
+    return true;
+  });
+  deadlines.Add(2, [] { return false; });  // already ending: not counted
+  clock.Advance(absl::Seconds(2));
+  EXPECT_EQ(deadlines.ExpireOverdue(), 1u);
+  EXPECT_EQ(counted_when_ending, 1u);
+  EXPECT_EQ(ended.value(), 1u);
+}
+
 }  // namespace
 }  // namespace holdfast
