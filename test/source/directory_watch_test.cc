@@ -34,13 +34,13 @@ class WatchRecorder {
   // Waits for a report after the `after`th; whether one came.
   bool WaitForReport(int after) {
     absl::MutexLock lock(&mu_);
-    auto more = [&] { return reports_ > after; };
+    auto more = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return reports_ > after; };
     return mu_.AwaitWithTimeout(absl::Condition(&more), absl::Seconds(10));
   }
   // Waits until the merged reports satisfy `done`; whether they did.
   bool WaitUntil(const std::function<bool(const DirectoryChanges&)>& done) {
     absl::MutexLock lock(&mu_);
-    auto ready = [&] { return done(seen_); };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done(seen_); };
     return mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(10));
   }
   int reports() {
