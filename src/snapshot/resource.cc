@@ -26,15 +26,33 @@ std::string SerializeDeterministic(const google::protobuf::Message& message) {
 
 std::string ContentDigest(absl::string_view bytes) { return ContentDigest({bytes}); }
 
-std::string ContentDigest(std::initializer_list<absl::string_view> parts) {
+namespace {
+
+using Sha256Digest = std::array<unsigned char, 32>;
+
+Sha256Digest ComputeSha256(std::initializer_list<absl::string_view> parts) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
                                                                   &EVP_MD_CTX_free);
   EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
   for (absl::string_view part : parts) EVP_DigestUpdate(context.get(), part.data(), part.size());
-  unsigned char digest[EVP_MAX_MD_SIZE];
+  Sha256Digest digest;
   unsigned int length = 0;
-  EVP_DigestFinal_ex(context.get(), digest, &length);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 8));
+  EVP_DigestFinal_ex(context.get(), digest.data(), &length);
+  return digest;
+}
+
+}  // namespace
+
+std::string ContentDigest(std::initializer_list<absl::string_view> parts) {
+  const Sha256Digest digest = ComputeSha256(parts);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest.data()), 8));
+}
+
+std::array<uint64_t, 2> DigestLanes(std::initializer_list<absl::string_view> parts) {
+  const Sha256Digest digest = ComputeSha256(parts);
+  std::array<uint64_t, 2> lanes = {};
+  for (size_t i = 0; i < 16; ++i) lanes[i / 8] |= uint64_t{digest[i]} << (8 * (i % 8));
+  return lanes;
 }
 
 absl::string_view TypeNameOf(absl::string_view type_url) {
@@ -84,6 +102,7 @@ void Resource::Encode() {
   // Name and type are part of the version: renaming a resource is a change.
   // Digested in parts: a gateway's route configuration can be tens of MB.
   if (!version_given_) version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});
+  entry_digest_ = DigestLanes({name_, "\t", version_});
 
   // google.protobuf.Any{type_url = 1, value = 2}, up to the value's bytes.
   const size_t any_size =

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -59,6 +61,10 @@ class Resource {
   const std::string& name() const { return name_; }
   const std::string& type_url() const { return type_url_; }
   const std::string& version() const { return version_; }
+  // A digest of the name and version alone. A set of resources is
+  // versioned by the sum of these (VersionSum): one entry added or removed
+  // changes the sum without reading the others.
+  const std::array<uint64_t, 2>& entry_digest() const { return entry_digest_; }
   // False when the version was given (FromBytes): it cannot be derived
   // from the bytes again, so a snapshot file stores it.
   bool version_is_content_digest() const { return !version_given_; }
@@ -86,6 +92,7 @@ class Resource {
   std::string type_url_;
   std::string version_;
   bool version_given_ = false;
+  std::array<uint64_t, 2> entry_digest_ = {};
   std::string serialized_;
   // What comes before and after serialized_ in each wire form.
   std::string sotw_head_;
@@ -109,6 +116,9 @@ std::string SerializeDeterministic(const google::protobuf::Message& message);
 std::string ContentDigest(absl::string_view bytes);
 // The same of the parts' concatenation, without concatenating them.
 std::string ContentDigest(std::initializer_list<absl::string_view> parts);
+// The first 16 bytes of the same digest, as two numbers (the bytes of
+// each in little-endian order on every machine).
+std::array<uint64_t, 2> DigestLanes(std::initializer_list<absl::string_view> parts);
 
 // "type.googleapis.com/a.b.C" -> "a.b.C".
 absl::string_view TypeNameOf(absl::string_view type_url);

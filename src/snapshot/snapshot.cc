@@ -1,6 +1,8 @@
 #include "src/snapshot/snapshot.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,14 +20,6 @@ const ResourceMap& EmptyMap() {
 // One line of a version's digest input.
 void AppendNameVersion(absl::string_view name, const Resource& resource, std::string* input) {
   absl::StrAppend(input, name, "\t", resource.version(), "\n");
-}
-
-// VersionOf over the map's resources, in name order.
-std::string VersionOfMap(const ResourceMap& resources) {
-  std::string input;
-  input.reserve(resources.size() * 48);
-  for (const auto& [name, r] : resources) AppendNameVersion(name, *r, &input);
-  return ContentDigest(input);
 }
 
 // Whether `name` is in `map`, looking first just after the last name found
@@ -59,17 +53,15 @@ std::vector<TypeRun> GroupByType(std::vector<ResourcePtr> resources) {
   return runs;
 }
 
-// Whether `before` holds what `resources` hold, in the same order: the same
-// objects, or objects of the same version (a digest of type, name and
-// bytes: a service translated again makes new objects of equal content).
-bool SameResources(const ResourceMap& before, const std::vector<ResourcePtr>& resources) {
-  if (before.size() != resources.size()) return false;
-  auto it = before.begin();
+// Adds the types `resources` refer to.
+void AddTargets(const std::vector<ResourcePtr>& resources, std::set<std::string>& targets) {
+  const std::string* last_target = nullptr;  // most resources name the same types
   for (const ResourcePtr& resource : resources) {
-    const ResourcePtr& kept = it++->second;
-    if (kept != resource && kept->version() != resource->version()) return false;
+    for (const ResourceRef& ref : resource->references()) {
+      if (last_target != nullptr && *last_target == ref.type_url) continue;
+      last_target = &*targets.insert(ref.type_url).first;
+    }
   }
-  return true;
 }
 
 }  // namespace
@@ -83,66 +75,93 @@ std::string VersionOf(const std::vector<ResourcePtr>& resources) {
 
 absl::StatusOr<Snapshot::OfTypePtr> Snapshot::MakeOfType(std::vector<ResourcePtr> resources) {
   auto made = std::make_shared<OfType>();
-  const std::string* last_target = nullptr;  // most resources name the same types
-  for (const ResourcePtr& resource : resources) {
-    for (const ResourceRef& ref : resource->references()) {
-      if (last_target != nullptr && *last_target == ref.type_url) continue;
-      last_target = &*made->targets.insert(ref.type_url).first;
-    }
-  }
+  AddTargets(resources, made->targets);
   absl::StatusOr<ResourceMap> map = ResourceMap::Of(std::move(resources));
   if (!map.ok()) return map.status();
   made->resources = *std::move(map);
-  made->version = VersionOfMap(made->resources);
+  made->version = made->resources.version_sum().Digest();
   return made;
 }
 
-absl::StatusOr<std::set<std::string>> Snapshot::Index(std::vector<ResourcePtr> resources,
-                                                      const Snapshot* previous) {
+Snapshot::OfTypePtr Snapshot::PatchedOfType(const OfType& before, ResourceMap::Patch& patch) {
+  auto made = std::make_shared<OfType>();
+  // What the remaining resources refer to is among the types before's did.
+  made->targets = before.targets;
+  AddTargets(patch.added, made->targets);
+  made->resources = std::move(patch.map);
+  made->version = made->resources.version_sum().Digest();
+  return made;
+}
+
+absl::StatusOr<Snapshot::Changes> Snapshot::Index(std::vector<ResourcePtr> resources,
+                                                  const Snapshot* previous) {
   size_ = resources.size();
-  std::set<std::string> unchanged;
+  Changes changes;
   for (TypeRun& run : GroupByType(std::move(resources))) {
     auto before = previous == nullptr ? by_type_.end() : previous->by_type_.find(run.type);
-    if (previous != nullptr && before != previous->by_type_.end() &&
-        SameResources(before->second->resources, run.resources)) {
+    std::optional<ResourceMap::Patch> patch;
+    if (previous != nullptr && before != previous->by_type_.end()) {
+      patch = ResourceMap::Patched(before->second->resources, run.resources);
+    }
+    if (patch.has_value() && patch->unchanged()) {
       by_type_.emplace(before->first, before->second);
-      unchanged.insert(before->first);
       continue;
     }
+    TypeChange& change = changes[std::string(run.type)];
+    if (patch.has_value()) {
+      by_type_.emplace(before->first, PatchedOfType(*before->second, *patch));
+      change.names_removed = patch->names_removed;
+      change.added = std::move(patch->added);
+      continue;
+    }
+    change.rebuilt = true;
     absl::StatusOr<OfTypePtr> made = MakeOfType(std::move(run.resources));
     if (!made.ok()) return made.status();
     by_type_.emplace(std::string(run.type), *std::move(made));
   }
-  return unchanged;
+  if (previous != nullptr) {
+    for (const auto& [type, of_type] : previous->by_type_) {
+      if (!by_type_.contains(type)) changes[type].names_removed = true;  // every one
+    }
+  }
+  return changes;
 }
 
-absl::Status Snapshot::CheckReferences(const std::set<std::string>& unchanged) const {
+absl::Status Snapshot::CheckReferences(const Changes& changes) const {
+  auto names_kept = [&](const std::string& type) {
+    auto change = changes.find(type);
+    return change == changes.end() || (!change->second.rebuilt && !change->second.names_removed);
+  };
   std::vector<std::string> dangling;
-  for (const auto& [type, of_type] : by_type_) {
-    // The snapshot before was consistent: what refers only among types
-    // that did not change still resolves.
-    if (unchanged.contains(type) &&
-        std::all_of(of_type->targets.begin(), of_type->targets.end(),
-                    [&](const std::string& target) { return unchanged.contains(target); })) {
-      continue;
-    }
-    absl::string_view target_type;
-    const ResourceMap* targets = nullptr;
-    ResourceMap::const_iterator cursor;
-    for (const auto& [name, resource] : of_type->resources) {
-      for (const ResourceRef& ref : resource->references()) {
-        if (targets == nullptr || ref.type_url != target_type) {
-          target_type = ref.type_url;
-          targets = &Resources(ref.type_url);
-          cursor = targets->begin();
-        }
-        if (!ContainsNear(*targets, ref.name, cursor)) {
-          dangling.push_back(absl::StrCat(TypeNameOf(type), " \"", name, "\" field ",
-                                          ref.field_path, " names ", TypeNameOf(ref.type_url),
-                                          " \"", ref.name, "\", which is not in the snapshot"));
-        }
+  absl::string_view target_type;
+  const ResourceMap* targets = nullptr;
+  ResourceMap::const_iterator cursor;
+  auto check = [&](absl::string_view type, const std::string& name, const Resource& resource) {
+    for (const ResourceRef& ref : resource.references()) {
+      if (targets == nullptr || ref.type_url != target_type) {
+        target_type = ref.type_url;
+        targets = &Resources(ref.type_url);
+        cursor = targets->begin();
+      }
+      if (!ContainsNear(*targets, ref.name, cursor)) {
+        dangling.push_back(absl::StrCat(TypeNameOf(type), " \"", name, "\" field ", ref.field_path,
+                                        " names ", TypeNameOf(ref.type_url), " \"", ref.name,
+                                        "\", which is not in the snapshot"));
       }
     }
+  };
+  for (const auto& [type, of_type] : by_type_) {
+    auto change = changes.find(type);
+    // The snapshot before was consistent: while no name its resources could
+    // refer to has gone, only what changed can dangle.
+    if (std::all_of(of_type->targets.begin(), of_type->targets.end(), names_kept)) {
+      if (change == changes.end()) continue;
+      if (!change->second.rebuilt) {
+        for (const ResourcePtr& added : change->second.added) check(type, added->name(), *added);
+        continue;
+      }
+    }
+    for (const auto& [name, resource] : of_type->resources) check(type, name, *resource);
   }
   if (dangling.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(
@@ -168,10 +187,9 @@ absl::StatusOr<SnapshotPtr> Snapshot::Build(std::vector<ResourcePtr> resources, 
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->created_ = created;
   snapshot->rollouts_ = std::move(rollouts);
-  absl::StatusOr<std::set<std::string>> unchanged =
-      snapshot->Index(std::move(resources), previous);
-  if (!unchanged.ok()) return unchanged.status();
-  if (absl::Status consistent = snapshot->CheckReferences(*unchanged); !consistent.ok()) {
+  absl::StatusOr<Changes> changes = snapshot->Index(std::move(resources), previous);
+  if (!changes.ok()) return changes.status();
+  if (absl::Status consistent = snapshot->CheckReferences(*changes); !consistent.ok()) {
     return consistent;
   }
   snapshot->ComputeVersion();
@@ -185,7 +203,7 @@ const ResourceMap& Snapshot::Resources(absl::string_view type_url) const {
 
 std::string Snapshot::TypeVersion(absl::string_view type_url) const {
   auto it = by_type_.find(type_url);
-  return it == by_type_.end() ? VersionOf({}) : it->second->version;
+  return it == by_type_.end() ? VersionSum().Digest() : it->second->version;
 }
 
 std::vector<std::string> Snapshot::TypeUrls() const {

@@ -31,8 +31,9 @@ class Snapshot {
   //
   // `previous`, the snapshot built before (optional), only saves work: a
   // type whose resources all have the same versions as there is shared
-  // with it, and its references are not looked up again when what they
-  // name is shared too. The result is the same without it.
+  // with it, one with a few changed is patched from it, and only the
+  // references of what changed are looked up while no name they could
+  // refer to has gone. The result is the same without it.
   static absl::StatusOr<std::shared_ptr<const Snapshot>> Build(std::vector<ResourcePtr> resources,
                                                                absl::Time created,
                                                                ConfiguredRollouts rollouts = {},
@@ -42,7 +43,8 @@ class Snapshot {
   absl::Time created() const { return created_; }
   // Resources of one type, by name; empty when the type has none.
   const ResourceMap& Resources(absl::string_view type_url) const;
-  // Digest of the names and versions of one type's resources.
+  // Digest of the names and versions of one type's resources (a
+  // VersionSum's: not VersionOf them).
   std::string TypeVersion(absl::string_view type_url) const;
   // Type URLs that have at least one resource, sorted.
   std::vector<std::string> TypeUrls() const;
@@ -54,18 +56,27 @@ class Snapshot {
   // while none of them changes.
   struct OfType {
     ResourceMap resources;
-    std::string version;            // VersionOf its resources
+    std::string version;            // its resources' VersionSum digest
     std::set<std::string> targets;  // the types its resources refer to
   };
   using OfTypePtr = std::shared_ptr<const OfType>;
 
+  // How a type's resources differ from the snapshot before's; a type
+  // shared with it has none.
+  struct TypeChange {
+    bool rebuilt = false;  // made whole: new, or not patchable
+    bool names_removed = false;
+    std::vector<ResourcePtr> added;  // when patched: the entries new or changed
+  };
+  using Changes = std::map<std::string, TypeChange, std::less<>>;
+
   Snapshot() = default;
   // Build's steps. Index files the resources by type and name (failing on a
-  // duplicate name) and returns the types shared with `previous`.
-  absl::StatusOr<std::set<std::string>> Index(std::vector<ResourcePtr> resources,
-                                              const Snapshot* previous);
+  // duplicate name) and returns how each type changed since `previous`.
+  absl::StatusOr<Changes> Index(std::vector<ResourcePtr> resources, const Snapshot* previous);
   static absl::StatusOr<OfTypePtr> MakeOfType(std::vector<ResourcePtr> resources);
-  absl::Status CheckReferences(const std::set<std::string>& unchanged) const;
+  static OfTypePtr PatchedOfType(const OfType& before, ResourceMap::Patch& patch);
+  absl::Status CheckReferences(const Changes& changes) const;
   void ComputeVersion();
 
   std::string version_;

@@ -1,5 +1,9 @@
 #include "src/snapshot/snapshot.h"
 
+#include <algorithm>
+#include <optional>
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "gtest/gtest.h"
@@ -95,6 +99,154 @@ TEST(ResourceMapTest, SortsFindsAndRefusesTwins) {
   }
 }
 
+// A change to a few of many resources: Patched gives what Of gives (the
+// same names, versions and version sum), copies what it keeps from the map
+// before, lists what is new or of a new version, and refuses (for Of to
+// sort or name the twin) exactly the inputs out of name order.
+TEST(ResourceMapTest, PatchedGivesWhatOfGives) {
+  std::mt19937 random(7);
+  auto pick = [&](int n) { return static_cast<int>(random() % n); };
+  auto name_of = [](int i) { return absl::StrCat("c", 100 + i); };
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(round);
+    std::vector<ResourcePtr> old_resources;
+    for (int i = 0; i < 30; ++i) {
+      if (pick(3) != 0) old_resources.push_back(EdsCluster(name_of(i), 1 + pick(2)));
+    }
+    absl::StatusOr<ResourceMap> before = ResourceMap::Of(old_resources);
+    ASSERT_TRUE(before.ok());
+    std::vector<ResourcePtr> resources;
+    for (int i = 0, next_old = 0; i < 30; ++i) {
+      const bool was = next_old < static_cast<int>(old_resources.size()) &&
+                       old_resources[next_old]->name() == name_of(i);
+      const int change = pick(8);  // mostly kept as it was
+      if (was && change > 2) resources.push_back(old_resources[next_old]);
+      if (was && change == 1) resources.push_back(EdsCluster(name_of(i), 1 + pick(2)));
+      if (!was && change == 0) resources.push_back(EdsCluster(name_of(i), 1));
+      next_old += was;
+    }
+    if (resources.size() > 1 && pick(6) == 0) {  // out of order, or a twin
+      const size_t at = pick(resources.size() - 1);
+      if (pick(2) == 0) std::swap(resources[at], resources[at + 1]);
+      else resources[at + 1] = EdsCluster(resources[at]->name(), 3);
+    }
+    const bool ascending =
+        std::adjacent_find(resources.begin(), resources.end(), [](const auto& a, const auto& b) {
+          return !(a->name() < b->name());
+        }) == resources.end();
+
+    std::optional<ResourceMap::Patch> patch = ResourceMap::Patched(*before, resources);
+    ASSERT_EQ(patch.has_value(), ascending);
+    if (!ascending) continue;
+    absl::StatusOr<ResourceMap> whole = ResourceMap::Of(resources);
+    ASSERT_TRUE(whole.ok());
+    const ResourceMap& patched = patch->unchanged() ? *before : patch->map;
+    EXPECT_EQ(patched.version_sum().Digest(), whole->version_sum().Digest());
+    ASSERT_EQ(patched.size(), whole->size());
+    std::vector<std::string> added, names_gone;
+    for (auto p = patched.begin(), w = whole->begin(); p != patched.end(); ++p, ++w) {
+      EXPECT_EQ(p->first, w->first);
+      EXPECT_EQ(p->first, p->second->name());
+      EXPECT_EQ(p->second->version(), w->second->version());
+      auto old = before->find(p->first);
+      if (old == before->end() || old->second->version() != p->second->version()) {
+        added.push_back(p->first);
+      } else {
+        EXPECT_EQ(p->second, old->second) << "kept from before";
+      }
+    }
+    for (const auto& [name, resource] : *before) {
+      if (!whole->contains(name)) names_gone.push_back(name);
+    }
+    std::vector<std::string> listed;
+    for (const ResourcePtr& resource : patch->added) listed.push_back(resource->name());
+    EXPECT_EQ(listed, added);
+    EXPECT_EQ(patch->names_removed, !names_gone.empty());
+  }
+}
+
+// A type's version is a sum over its resources: the same set gives the same
+// version whatever was before it, and a resource put back restores it.
+TEST(ResourceMapTest, VersionSumDependsOnTheSetAlone) {
+  const ResourcePtr a = EdsCluster("a"), b = EdsCluster("b"), b2 = EdsCluster("b", 2);
+  auto digest = [](std::vector<ResourcePtr> resources) {
+    return ResourceMap::Of(std::move(resources))->version_sum().Digest();
+  };
+  EXPECT_EQ(digest({a, b}), digest({b, a}));
+  EXPECT_NE(digest({a, b}), digest({a, b2}));
+  EXPECT_NE(digest({a, b}), digest({a}));
+  EXPECT_NE(digest({a}), digest({}));
+  VersionSum sum;
+  sum.Add(*a);
+  sum.Add(*b);
+  sum.Remove(*b);
+  sum.Add(*b2);
+  EXPECT_EQ(sum.Digest(), digest({a, b2}));
+  // A name's digest is bound to its version: two resources swapping
+  // versions is a change.
+  const ResourcePtr a2 = EdsCluster("a", 2), b1 = EdsCluster("b", 1);
+  EXPECT_NE(digest({a, b2}), digest({a2, b1}));
+}
+
+// Snapshots built one after another, each from the one before, with random
+// changes (references left dangling among them) succeed, fail and version
+// exactly as snapshots built alone.
+TEST(SnapshotTest, BuildingFromThePreviousIsBuildingAlone) {
+  std::mt19937 random(11);
+  auto pick = [&](int n) { return static_cast<int>(random() % n); };
+  const int kNames = 10;  // one digit each: in name order, as the translator emits
+  std::vector<ResourcePtr> listeners(kNames), routes(kNames), clusters(kNames), endpoints(kNames);
+  auto change = [&](std::vector<ResourcePtr>& of_type, int i, auto make) {
+    const int what = pick(100);
+    if (what == 0) {
+      of_type[i] = nullptr;  // what names it dangles, until it is made again
+    } else if (what <= 10 || (what < 50 && of_type[i] == nullptr)) {
+      of_type[i] = make();
+    }
+  };
+  // Now and then a new listener names a route none has, until it is mended.
+  std::vector<std::string> route_of(kNames);
+  auto listener = [&](int i) {
+    route_of[i] = pick(25) == 0 ? "none" : absl::StrCat("r", pick(kNames));
+    return ApiListener(absl::StrCat("l", i), route_of[i]);
+  };
+  SnapshotPtr previous;
+  int failed = 0;
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(round);
+    for (int i = 0; i < kNames; ++i) {
+      const std::string n = absl::StrCat(i);
+      change(listeners, i, [&] { return listener(i); });
+      if (route_of[i] == "none" && pick(2) == 0) listeners[i] = listener(i);
+      change(routes, i, [&] { return RouteConfig("r" + n, "c" + absl::StrCat(pick(kNames))); });
+      change(clusters, i, [&] { return EdsCluster("c" + n, 1 + pick(3)); });
+      change(endpoints, i, [&] { return Endpoints("c" + n, 80 + pick(3)); });
+    }
+    std::vector<ResourcePtr> resources;
+    for (const auto* of_type : {&listeners, &routes, &clusters, &endpoints}) {
+      for (const ResourcePtr& resource : *of_type) {
+        if (resource != nullptr) resources.push_back(resource);
+      }
+    }
+    auto alone = Snapshot::Build(resources, absl::UnixEpoch());
+    auto after = Snapshot::Build(resources, absl::UnixEpoch(), {}, previous.get());
+    ASSERT_EQ(after.ok(), alone.ok()) << after.status() << " / " << alone.status();
+    if (!alone.ok()) {
+      EXPECT_EQ(after.status().message(), alone.status().message());
+      ++failed;
+      continue;
+    }
+    EXPECT_EQ((*after)->version(), (*alone)->version());
+    for (absl::string_view type : {type_url::kListener, type_url::kRouteConfiguration,
+                                   type_url::kCluster, type_url::kClusterLoadAssignment}) {
+      EXPECT_EQ((*after)->TypeVersion(type), (*alone)->TypeVersion(type)) << type;
+    }
+    previous = *after;
+  }
+  EXPECT_GT(failed, 20) << "the rounds should leave references dangling now and then";
+  EXPECT_LT(failed, 180);
+}
+
 TEST(SnapshotTest, SameContentSameVersion) {
   EXPECT_EQ(Chain("1", 80)->version(), Chain("1", 80)->version());
   EXPECT_NE(Chain("1", 80)->version(), Chain("1", 81)->version());
@@ -188,6 +340,13 @@ TEST(SnapshotTest, BuildingAfterAPreviousSnapshotSharesWhatDidNotChange) {
                                   absl::UnixEpoch(), {}, after->get());
   ASSERT_FALSE(no_route.ok());
   EXPECT_NE(no_route.status().message().find("Listener \"l\""), std::string::npos);
+  // A new listener names a route that never was.
+  auto new_dangling = Snapshot::Build({listener, ApiListener("m", "nowhere"), RouteConfig("r", "d"),
+                                       cluster, other, endpoints, Endpoints("d", 1)},
+                                      absl::UnixEpoch(), {}, after->get());
+  ASSERT_FALSE(new_dangling.ok());
+  EXPECT_NE(new_dangling.status().message().find("Listener \"m\""), std::string::npos)
+      << new_dangling.status();
   // A duplicate in a changed type is still refused.
   auto duplicate = Snapshot::Build(
       {listener, RouteConfig("r", "d"), RouteConfig("r", "c"), cluster, other, endpoints,
