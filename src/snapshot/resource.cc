@@ -55,6 +55,10 @@ std::array<uint64_t, 2> DigestLanes(std::initializer_list<absl::string_view> par
   return lanes;
 }
 
+bool SameContent(const Resource& a, const Resource& b) {
+  return a.version() == b.version() && a.name() == b.name() && a.type_url() == b.type_url();
+}
+
 absl::string_view TypeNameOf(absl::string_view type_url) {
   size_t slash = type_url.rfind('/');
   return slash == absl::string_view::npos ? type_url : type_url.substr(slash + 1);

@@ -108,6 +108,10 @@ class Resource {
 
 using ResourcePtr = std::shared_ptr<const Resource>;
 
+// Whether two resources have the same type, name and version: the same
+// content (versions are content digests, or made from digests of parts).
+bool SameContent(const Resource& a, const Resource& b);
+
 // The serialization whose bytes are the same for the same content (map
 // entries in key order), which versions digest.
 std::string SerializeDeterministic(const google::protobuf::Message& message);

@@ -57,6 +57,24 @@ ServedServices SelectedServices(const GatewayObject& gateway, const GatewayConte
   return servable;
 }
 
+// A RouteConfiguration of `name` with the services' encoded virtual hosts,
+// in order.
+std::string RouteConfigurationBytes(const std::string& name,
+                                    const std::vector<const ServiceOutput*>& served) {
+  std::string bytes;
+  // Sized once: growing a string of megabytes copies it again at each doubling.
+  size_t size = LengthDelimitedSize(1, name.size());
+  for (const ServiceOutput* service : served) {
+    size += LengthDelimitedSize(2, service->gateway_vhost.size());
+  }
+  bytes.reserve(size);
+  AppendLengthDelimited(1, name, &bytes);  // RouteConfiguration.name
+  for (const ServiceOutput* service : served) {
+    AppendLengthDelimited(2, service->gateway_vhost, &bytes);  // .virtual_hosts
+  }
+  return bytes;
+}
+
 // Claims the service's domains unless one of them is taken, in which case
 // the service is Rejected on this gateway. Returns whether claimed.
 bool ClaimDomains(const GatewayObject& gateway, const GatewayObject& vs, GatewayOutput* out) {
@@ -205,8 +223,6 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   ObjectStatus& own_status = out->statuses[gateway.key()];
   own_status.key = gateway.key();
   const std::string routes_name = names::GatewayRoutes(gateway.key());
-  std::string routes_bytes;
-  AppendLengthDelimited(1, routes_name, &routes_bytes);  // RouteConfiguration.name
   std::string host_digests;  // in the order of their hosts
   bool cors = false;
   const ServedServices selected = SelectedServices(gateway, context, own_status);
@@ -214,15 +230,8 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   for (size_t i : ServedAfterClaims(gateway, selected, context, out)) {
     served.push_back(selected[i].second);
   }
-  // Sized once: growing a string of megabytes copies it again at each doubling.
-  size_t routes_size = routes_bytes.size();
-  for (const ServiceOutput* service : served) {
-    routes_size += LengthDelimitedSize(2, service->gateway_vhost.size());
-  }
-  routes_bytes.reserve(routes_size);
   host_digests.reserve(served.size() * 16);
   for (const ServiceOutput* service : served) {
-    AppendLengthDelimited(2, service->gateway_vhost, &routes_bytes);  // .virtual_hosts
     host_digests += service->gateway_vhost_digest;
     cors |= service->cors;
   }
@@ -246,10 +255,25 @@ std::optional<FieldError> TranslateGateway(const GatewayObject& gateway,
   // means an equal version on every replica; snapshot files store it.
   const std::string type(type_url::kRouteConfiguration);
   std::string version = ContentDigest({type, "\n", routes_name, "\n", host_digests});
+  auto before = context.made_before->find(EqualResourceKey(type, routes_name));
+  if (before != context.made_before->end() && before->second->version() == version) {
+    out->resources.push_back(before->second);
+  } else {
+    out->resources.push_back(Resource::FromBytes(
+        routes_name, type, RouteConfigurationBytes(routes_name, served), std::move(version)));
+  }
   out->resources.push_back(
-      Resource::FromBytes(routes_name, type, std::move(routes_bytes), std::move(version)));
-  out->resources.push_back(Resource::FromMessage(listener.name(), listener));
+      SameAsBefore(*context.made_before, Resource::FromMessage(listener.name(), listener)));
   return std::nullopt;
+}
+
+std::string EqualResourceKey(absl::string_view type_url, absl::string_view name) {
+  return absl::StrCat(type_url, "\n", name);
+}
+
+ResourcePtr SameAsBefore(const ResourcesMadeBefore& before, ResourcePtr resource) {
+  auto found = before.find(EqualResourceKey(resource->type_url(), resource->name()));
+  return found != before.end() && SameContent(*found->second, *resource) ? found->second : resource;
 }
 
 }  // namespace holdfast

@@ -74,10 +74,22 @@ bool ClaimAllIfDisjoint(const Claims& claims, ForEachDomain for_each_domain, Cla
   return true;
 }
 
+// Resources of the last translation by EqualResourceKey, each kept as the
+// object made first while its content stays the same: a snapshot finds an
+// unchanged resource by its pointer, without reading it.
+using ResourcesMadeBefore = absl::flat_hash_map<std::string, ResourcePtr>;
+std::string EqualResourceKey(absl::string_view type_url, absl::string_view name);
+// The one of `before` with resource's type, name and version, or resource.
+ResourcePtr SameAsBefore(const ResourcesMadeBefore& before, ResourcePtr resource);
+
 struct GatewayContext {
   const ObjectIndex* index;
   const ServedServices* services;  // translated, servable services
   const DomainOwners* previous_owners;
+  // The gateways' resources of the last translation. A route configuration
+  // whose version (made from its hosts' digests) is the same is taken from
+  // here without its megabytes being assembled again.
+  const ResourcesMadeBefore* made_before;
 };
 
 // A gateway translated: its resources, the statuses it gives other objects

@@ -35,6 +35,7 @@ struct Translator::Pass {
   // The status of each input object, in the input's order (statuses are
   // map nodes: they stay where they are as others are added).
   std::vector<const ObjectStatus*> input_statuses;
+  ResourcesMadeBefore made;  // the next made_before_
 };
 
 namespace {
@@ -133,6 +134,22 @@ void EraseAllBut(Cache& cache, const std::vector<typename Cache::iterator>& kept
   }
 }
 
+// `made` is `old` if both have the same type, name and version: an object
+// translated again mostly makes some of the same resources, which the
+// snapshot then finds unchanged by their pointers.
+void KeepIfEqual(const ResourcePtr& old, ResourcePtr& made) {
+  if (old != nullptr && made != nullptr && SameContent(*old, *made)) made = old;
+}
+
+// KeepIfEqual for a service's gRPC resources, from its translation before.
+void KeepEqualResources(const ServiceOutput& before, ServiceOutput& now) {
+  KeepIfEqual(before.grpc_routes, now.grpc_routes);
+  for (auto& [domain, listener] : now.grpc_listeners) {
+    auto old = before.grpc_listeners.find(domain);
+    if (old != before.grpc_listeners.end()) KeepIfEqual(old->second, listener);
+  }
+}
+
 // Reports the warnings a service's translation gave, on whichever objects.
 void ReplayWarnings(const ServiceOutput& service, StatusMap& statuses) {
   for (const auto& [key, warning] : service.warnings) {
@@ -156,6 +173,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   if (options_.grpc_listeners) AddGrpcListeners(pass);
   output.rollouts = CollectRolloutPolicies(pass.effective, output.statuses);
   domain_owners_ = std::move(pass.next_owners);
+  made_before_ = std::move(pass.made);
   RememberAccepted(input, pass.input_statuses);
   return output;
 }
@@ -206,6 +224,12 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
   out.digest = upstream.content_digest;
   out.service = std::move(service);
   out.resources = TranslateUpstream(upstream, &scratch, services);
+  if (cached != upstream_cache_.end()) {  // its cluster, when only endpoints changed
+    const std::vector<ResourcePtr>& before = cached->second.resources;
+    for (size_t i = 0; i < std::min(before.size(), out.resources.size()); ++i) {
+      KeepIfEqual(before[i], out.resources[i]);
+    }
+  }
   out.warnings = scratch.reasons;
   for (const ResourcePtr& resource : out.resources) {
     if (absl::Status valid = ValidateEnvoyResource(*resource->message()); !valid.ok()) {
@@ -338,6 +362,7 @@ void Translator::TranslateServices(Pass& pass) {
       status.serving_last_good = true;
       vs = last;
     }
+    if (cached[i] != service_cache_.end()) KeepEqualResources(cached[i]->second, *service);
     ReplayWarnings(*service, pass.statuses);
     kept.push_back(StoreAt(service_cache_, cached[i], vs->key(), *std::move(service)));
     pass.served.emplace_back(vs, &kept.back()->second);
@@ -348,7 +373,7 @@ void Translator::TranslateServices(Pass& pass) {
 // Gateways: a listener and a route configuration each.
 void Translator::TranslateGateways(Pass& pass) {
   std::map<std::pair<std::string, uint32_t>, ObjectKey> bound;
-  const GatewayContext context{&pass.index, &pass.served, &domain_owners_};
+  const GatewayContext context{&pass.index, &pass.served, &domain_owners_, &made_before_};
   for (const GatewayObject* gateway : pass.index.OfKind(kind::kGateway)) {
     const auto& spec = std::get<GatewaySpec>(*gateway->spec);
     ObjectStatus& status = pass.statuses[gateway->key()];
@@ -369,6 +394,9 @@ void Translator::TranslateGateways(Pass& pass) {
     }
     pass.statuses = MergeStatuses(std::move(pass.statuses), out.statuses);
     pass.next_owners.emplace(gateway->key().ToString(), std::move(out.owners));
+    for (const ResourcePtr& resource : out.resources) {
+      pass.made.emplace(EqualResourceKey(resource->type_url(), resource->name()), resource);
+    }
     pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
   }
 }
@@ -378,7 +406,11 @@ void Translator::AddGrpcListeners(Pass& pass) {
   bool unroutable = false;
   for (const auto& [vs, service] : pass.served) unroutable |= service->uses_unroutable;
   if (unroutable) {
-    for (ResourcePtr& resource : UnroutableCluster()) pass.resources.push_back(resource);
+    for (ResourcePtr& resource : UnroutableCluster()) {
+      resource = SameAsBefore(made_before_, std::move(resource));
+      pass.made.emplace(EqualResourceKey(resource->type_url(), resource->name()), resource);
+      pass.resources.push_back(resource);
+    }
   }
   ScopeOwners& listener_owner = pass.next_owners[""];
   ServedServices services = pass.served;  // reordered on a conflict

@@ -110,6 +110,10 @@ class Translator {
   std::vector<ObjectKey> upstreams_indexed_;  // the last index's upstreams, in key order
   // Who served each domain last time: on a conflict the incumbent keeps it.
   DomainOwners domain_owners_;
+  // The resources made anew by every translation (gateways', the
+  // unroutable cluster's) as last made: one made equal again is replaced
+  // by the one before (SameAsBefore).
+  ResourcesMadeBefore made_before_;
 };
 
 }  // namespace holdfast

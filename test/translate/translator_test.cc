@@ -309,6 +309,39 @@ std::string Replaced(std::string doc, const std::string& from, const std::string
 
 // What a translation publishes, in a form to compare: every resource's
 // version by type and name, and every status with its reasons.
+// What a translation makes again with the same content is the object made
+// before: a snapshot finds it unchanged by its pointer, without reading it.
+TEST(TranslatorTest, ResourcesMadeAgainEqualAreTheObjectsMadeBefore) {
+  auto objects = [](const TranslationOutput& out) {
+    std::map<std::string, const Resource*> by_key;
+    for (const auto& r : out.resources) by_key[r->type_url() + " " + r->name()] = r.get();
+    return by_key;
+  };
+  auto remade = [](const std::map<std::string, const Resource*>& before,
+                   const std::map<std::string, const Resource*>& after) {
+    EXPECT_EQ(before.size(), after.size());
+    std::set<std::string> keys;
+    for (const auto& [key, resource] : after) {
+      auto old = before.find(key);
+      if (old == before.end() || old->second != resource) keys.insert(key);
+    }
+    return keys;
+  };
+  Translator translator;
+  const auto a = objects(translator.Translate(Load(kBase)));
+  std::string changed = kBase;
+  changed.replace(changed.find("8002"), 4, "9002");  // only upstream b's endpoint
+  const auto b = objects(translator.Translate(Load(changed)));
+  EXPECT_EQ(remade(a, b),
+            (std::set<std::string>{std::string(type_url::kClusterLoadAssignment) + " ns/b"}));
+  // A route's header changes: the service's routes and the gateway's are
+  // new; its gRPC listener and the gateway's listener are the same objects.
+  const auto c = objects(translator.Translate(Load(Replaced(changed, "exact: b", "exact: c"))));
+  const std::string routes(type_url::kRouteConfiguration);
+  EXPECT_EQ(remade(b, c),
+            (std::set<std::string>{routes + " gateway/ns/gw", routes + " grpc/ns/vs"}));
+}
+
 std::map<std::string, std::string> Published(const TranslationOutput& out) {
   std::map<std::string, std::string> published;
   for (const ResourcePtr& r : out.resources) {
