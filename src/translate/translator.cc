@@ -55,14 +55,18 @@ std::vector<ResourcePtr> UnroutableCluster() {
           Resource::FromMessage(kUnroutableCluster, empty)};
 }
 
-// The Service `upstream` names, as discovered; nullopt if none.
-std::optional<DiscoveredService> NamedService(const GatewayObject& upstream,
-                                              const DiscoveredServices& services) {
+// The Service `upstream` names, as discovered; nullptr if none.
+const DiscoveredService* NamedService(const GatewayObject& upstream,
+                                      const DiscoveredServices& services) {
   std::optional<ServiceKey> key = ServiceKeyOf(upstream);
-  if (!key.has_value()) return std::nullopt;
+  if (!key.has_value()) return nullptr;
   auto found = services.find(*key);
-  if (found == services.end()) return std::nullopt;
-  return found->second;
+  return found == services.end() ? nullptr : &found->second;
+}
+
+// Whether `service` is what `known` says the Service was.
+bool SameService(const std::optional<DiscoveredService>& known, const DiscoveredService* service) {
+  return service == nullptr ? !known.has_value() : known.has_value() && *known == *service;
 }
 
 // UpstreamRefHash of the upstreams that entered or left `index` since
@@ -110,12 +114,12 @@ bool ClaimGrpcDomains(const DomainOwners& previous, ServedServices& services, Sc
   return false;
 }
 
-// Stores `value` for `key` in `cache`, at `at` (its entry there, or the
+// Stores `value` for `object` in `cache`, at `at` (its entry there, or the
 // cache's end if it has none); returns where it is.
 template <typename Cache, typename Value>
-typename Cache::iterator StoreAt(Cache& cache, typename Cache::iterator at, const ObjectKey& key,
-                                 Value&& value) {
-  if (at == cache.end()) return cache.emplace(key, std::forward<Value>(value)).first;
+typename Cache::iterator StoreAt(Cache& cache, typename Cache::iterator at,
+                                 const GatewayObject& object, Value&& value) {
+  if (at == cache.end()) return cache.emplace(object.key(), std::forward<Value>(value)).first;
   at->second = std::forward<Value>(value);
   return at;
 }
@@ -213,16 +217,15 @@ const GatewayObject* Translator::LastGood(const GatewayObject& object) const {
 Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream,
                                                    UpstreamCache::iterator cached,
                                                    const DiscoveredServices& services) {
-  std::optional<DiscoveredService> service = NamedService(upstream, services);
-  if (cached != upstream_cache_.end() && cached->second.digest == upstream.content_digest &&
-      cached->second.service == service) {
+  const DiscoveredService* service = NamedService(upstream, services);
+  if (cached != upstream_cache_.end() && StillCurrent(cached->second, upstream, service)) {
     return std::move(cached->second);  // the cache is rebuilt from what this pass returns
   }
   UpstreamOutput out;
   ObjectStatus scratch;
   scratch.location = upstream.meta.location;
   out.digest = upstream.content_digest;
-  out.service = std::move(service);
+  if (service != nullptr) out.service = *service;
   out.resources = TranslateUpstream(upstream, &scratch, services);
   if (cached != upstream_cache_.end()) {  // its cluster, when only endpoints changed
     const std::vector<ResourcePtr>& before = cached->second.resources;
@@ -242,6 +245,16 @@ Translator::UpstreamOutput Translator::UpstreamFor(const GatewayObject& upstream
   return out;
 }
 
+bool Translator::StillCurrent(const UpstreamOutput& cached, const GatewayObject& upstream,
+                              const DiscoveredService* service) {
+  return cached.digest == upstream.content_digest && SameService(cached.service, service);
+}
+
+void Translator::Serve(const UpstreamOutput& upstream, ObjectStatus& status, Pass& pass) {
+  for (const FieldError& w : upstream.warnings) status.Warn(w.path, w.message, w.location);
+  pass.resources.insert(pass.resources.end(), upstream.resources.begin(), upstream.resources.end());
+}
+
 // Upstreams: clusters and load assignments, reused when unchanged. One that
 // Envoy would refuse is served at its last accepted version, or not at all
 // (routes to it then answer like routes to a missing upstream).
@@ -257,6 +270,12 @@ void Translator::TranslateUpstreams(Pass& pass) {
     ObjectStatus& status =
         found != pass.statuses.end() ? found->second : pass.statuses[upstream.key()];
     auto cached = SeekKeyOf(upstream_cache_, cursor, upstream);
+    if (cached != upstream_cache_.end() &&
+        StillCurrent(cached->second, upstream, NamedService(upstream, pass.services))) {
+      Serve(cached->second, status, pass);  // the usual case: used where it is
+      kept.push_back(cached);
+      continue;
+    }
     UpstreamOutput out = UpstreamFor(upstream, cached, pass.services);
     if (out.error) {
       status.Reject(out.error->path, out.error->message);
@@ -269,9 +288,8 @@ void Translator::TranslateUpstreams(Pass& pass) {
       *it = last;
       status.serving_last_good = true;
     }
-    for (const FieldError& w : out.warnings) status.Warn(w.path, w.message, w.location);
-    pass.resources.insert(pass.resources.end(), out.resources.begin(), out.resources.end());
-    kept.push_back(StoreAt(upstream_cache_, cached, upstream.key(), std::move(out)));
+    Serve(out, status, pass);
+    kept.push_back(StoreAt(upstream_cache_, cached, upstream, std::move(out)));
   }
   EraseAllBut(upstream_cache_, kept);
   auto served_end = begin;
@@ -364,7 +382,7 @@ void Translator::TranslateServices(Pass& pass) {
     }
     if (cached[i] != service_cache_.end()) KeepEqualResources(cached[i]->second, *service);
     ReplayWarnings(*service, pass.statuses);
-    kept.push_back(StoreAt(service_cache_, cached[i], vs->key(), *std::move(service)));
+    kept.push_back(StoreAt(service_cache_, cached[i], *vs, *std::move(service)));
     pass.served.emplace_back(vs, &kept.back()->second);
   }
   EraseAllBut(service_cache_, kept);

@@ -85,6 +85,11 @@ class Translator {
                         const std::vector<const ObjectStatus*>& statuses);
 
   using UpstreamCache = std::map<ObjectKey, UpstreamOutput>;
+  // Whether `cached` is the translation of `upstream` naming `service`.
+  static bool StillCurrent(const UpstreamOutput& cached, const GatewayObject& upstream,
+                           const DiscoveredService* service);
+  // Adds a translated upstream's resources and warnings to `pass`.
+  static void Serve(const UpstreamOutput& upstream, ObjectStatus& status, Pass& pass);
   // `cached` is the upstream's entry in upstream_cache_, or its end.
   UpstreamOutput UpstreamFor(const GatewayObject& upstream, UpstreamCache::iterator cached,
                              const DiscoveredServices& services);
