@@ -9,6 +9,7 @@
 //                   [--threads 0]   (0: one per core, as the server)
 //                   [--pipeline 1]  (also: the same changes through the server's
 //                                    ConfigPipeline, to publish and to statuses settled)
+//                   [--scattered-domains 1]  (domains not in the services' order)
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,13 +53,17 @@ GatewayObject MakeUpstream(int i) {
   return o;
 }
 
-GatewayObject MakeService(int i, int routes, int upstreams, int generation) {
+// `scattered`: domains in another order than the services' names, as real
+// ones are (gRPC listeners, named by domain, then come out of name order).
+GatewayObject MakeService(int i, int routes, int upstreams, int generation, bool scattered) {
   GatewayObject o;
   o.meta.name = absl::StrCat("service-", i);
   o.meta.ns = "bench";
   o.meta.labels = {{"gateway", "public"}};
   VirtualServiceSpec spec;
-  spec.domains = {absl::StrCat("service-", i, ".example.com")};
+  // 7919 is prime to 100003, a prime above any service count used here.
+  spec.domains = {scattered ? absl::StrCat("api-", i * 7919 % 100003, ".example.com")
+                            : absl::StrCat("service-", i, ".example.com")};
   for (int r = 0; r < routes; ++r) {
     Route route;
     route.name = absl::StrCat("r", r);
@@ -160,12 +165,13 @@ struct PipelinePublisher {
 };
 
 // One virtual service changed `changes` times through the config pipeline.
-int RunPipeline(TranslationInput input, int routes, int upstreams, int services, int changes) {
+int RunPipeline(TranslationInput input, int routes, int upstreams, int services, int changes,
+                bool scattered) {
   PipelinePublisher publisher{input};
   if (absl::Status first = publisher.pipeline.Apply(input, {}); !first.ok()) return 1;
   ChangeTimes times;
   for (int c = 1; c <= changes; ++c) {
-    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c);
+    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c, scattered);
     if (!publisher.Publish([&](TranslationInput& in) {
           in.objects.insert_or_assign(changed.key(), changed);
         }, times)) {
@@ -182,14 +188,15 @@ int RunPipeline(TranslationInput input, int routes, int upstreams, int services,
   return 0;
 }
 
-int Run(int services, int routes, int upstreams, int changes, int threads, bool pipeline) {
+int Run(int services, int routes, int upstreams, int changes, int threads, bool pipeline,
+        bool scattered) {
   TranslationInput input;
   for (int i = 0; i < upstreams; ++i) {
     GatewayObject o = MakeUpstream(i);
     input.objects.emplace(o.key(), o);
   }
   for (int i = 0; i < services; ++i) {
-    GatewayObject o = MakeService(i, routes, upstreams, 0);
+    GatewayObject o = MakeService(i, routes, upstreams, 0, scattered);
     input.objects.emplace(o.key(), o);
   }
   GatewayObject gateway;
@@ -223,7 +230,7 @@ int Run(int services, int routes, int upstreams, int changes, int threads, bool 
   Publisher publisher{translator, input, *snapshot};
   ChangeTimes service_changes;
   for (int c = 1; c <= changes; ++c) {
-    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c);
+    GatewayObject changed = MakeService(c * 7 % services, routes, upstreams, c, scattered);
     if (!publisher.Publish([&](TranslationInput& in) {
           in.objects.insert_or_assign(changed.key(), changed);
         }, service_changes)) {
@@ -258,7 +265,9 @@ int Run(int services, int routes, int upstreams, int changes, int threads, bool 
   service_changes.Print("one virtual service changed", true);
   unnamed_upstream.Print("an upstream no route names added or removed", false);
   named_upstream.Print("an upstream some routes name removed or put back", false);
-  if (pipeline) return RunPipeline(std::move(input), routes, upstreams, services, changes);
+  if (pipeline) {
+    return RunPipeline(std::move(input), routes, upstreams, services, changes, scattered);
+  }
   return 0;
 }
 
@@ -267,6 +276,7 @@ int Run(int services, int routes, int upstreams, int changes, int threads, bool 
 
 int main(int argc, char** argv) {
   int services = 10000, routes = 10, upstreams = 5000, changes = 20, threads = 0, pipeline = 0;
+  int scattered = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     int value = std::atoi(argv[i + 1]);
@@ -276,6 +286,8 @@ int main(int argc, char** argv) {
     else if (flag == "--changes") changes = value;
     else if (flag == "--threads") threads = value;
     else if (flag == "--pipeline") pipeline = value;
+    else if (flag == "--scattered-domains") scattered = value;
   }
-  return holdfast::Run(services, routes, upstreams, changes, threads, pipeline != 0);
+  return holdfast::Run(services, routes, upstreams, changes, threads, pipeline != 0,
+                       scattered != 0);
 }

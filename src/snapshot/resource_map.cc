@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
@@ -48,7 +50,6 @@ absl::StatusOr<ResourceMap> ResourceMap::Of(std::vector<ResourcePtr> resources) 
 
 std::optional<ResourceMap::Patch> ResourceMap::Patched(const ResourceMap& before,
                                                        const std::vector<ResourcePtr>& resources) {
-  Patch patch;
   // Most types of a snapshot do not change: found by comparing pointers,
   // before any entry is copied.
   auto [same_end, old] =
@@ -56,13 +57,21 @@ std::optional<ResourceMap::Patch> ResourceMap::Patched(const ResourceMap& before
                     [](const ResourcePtr& resource, const value_type& entry) {
                       return resource == entry.second;
                     });
-  if (same_end == resources.end() && old == before.end()) return patch;  // map left empty
+  if (same_end == resources.end() && old == before.end()) return Patch();
+  if (auto patch = PatchInOrder(before, resources, same_end - resources.begin())) return patch;
+  return PatchAnyOrder(before, resources);
+}
+
+std::optional<ResourceMap::Patch> ResourceMap::PatchInOrder(
+    const ResourceMap& before, const std::vector<ResourcePtr>& resources, size_t same) {
+  Patch patch;
   ResourceMap& map = patch.map;
   map.entries_.reserve(resources.size());
-  for (auto kept = before.begin(); kept != old; ++kept) map.entries_.push_back(*kept);
+  for (size_t j = 0; j < same; ++j) map.entries_.push_back(before.entries_[j]);
   map.sum_ = before.sum_;
+  auto old = before.begin() + same;
   auto drop = [&] { map.sum_.Remove(*old++->second); };
-  for (size_t i = same_end - resources.begin(); i < resources.size(); ++i) {
+  for (size_t i = same; i < resources.size(); ++i) {
     const ResourcePtr& resource = resources[i];
     if (old != before.end() && old->second == resource) {  // the usual case: nothing read
       map.entries_.push_back(*old++);
@@ -89,6 +98,66 @@ std::optional<ResourceMap::Patch> ResourceMap::Patched(const ResourceMap& before
   }
   if (old != before.end()) patch.names_removed = true;
   while (old != before.end()) drop();
+  return patch;
+}
+
+std::optional<ResourceMap::Patch> ResourceMap::PatchAnyOrder(
+    const ResourceMap& before, const std::vector<ResourcePtr>& resources) {
+  absl::flat_hash_map<const Resource*, size_t> position;  // of before's entries
+  position.reserve(before.size());
+  for (size_t j = 0; j < before.size(); ++j) position.emplace(before.entries_[j].second.get(), j);
+  std::vector<bool> kept(before.size()), replaced(before.size());
+  std::vector<ResourcePtr> others;
+  for (const ResourcePtr& resource : resources) {
+    auto found = position.find(resource.get());
+    if (found != position.end() && !kept[found->second]) {
+      kept[found->second] = true;
+    } else {
+      others.push_back(resource);
+    }
+  }
+  std::sort(others.begin(), others.end(),
+            [](const ResourcePtr& a, const ResourcePtr& b) { return a->name() < b->name(); });
+  // Where each other one goes among before's entries (in name order, so
+  // the places ascend), or which one it replaces.
+  std::vector<std::pair<size_t, ResourcePtr>> placed;
+  for (size_t k = 0; k < others.size(); ++k) {
+    const ResourcePtr& resource = others[k];
+    if (k > 0 && !(others[k - 1]->name() < resource->name())) return std::nullopt;  // twins
+    const size_t at = std::lower_bound(before.begin(), before.end(), resource->name(),
+                                       [](const value_type& entry, const std::string& name) {
+                                         return entry.first < name;
+                                       }) -
+                      before.begin();
+    if (at < before.size() && before.entries_[at].first == resource->name()) {
+      if (kept[at]) return std::nullopt;  // twins
+      if (before.entries_[at].second->version() == resource->version()) {
+        kept[at] = true;  // the same content: before's is kept
+        continue;
+      }
+      replaced[at] = true;
+    }
+    placed.emplace_back(at, resource);
+  }
+  Patch patch;
+  ResourceMap& map = patch.map;
+  map.entries_.reserve(resources.size());
+  map.sum_ = before.sum_;
+  auto next = placed.begin();
+  for (size_t j = 0; j <= before.size(); ++j) {
+    for (; next != placed.end() && next->first == j; ++next) {  // named before entry j
+      map.sum_.Add(*next->second);
+      map.entries_.emplace_back(next->second->name(), next->second);
+      patch.added.push_back(next->second);
+    }
+    if (j == before.size()) break;
+    if (kept[j]) {
+      map.entries_.push_back(before.entries_[j]);
+      continue;
+    }
+    map.sum_.Remove(*before.entries_[j].second);
+    patch.names_removed = patch.names_removed || !replaced[j];
+  }
   return patch;
 }
 

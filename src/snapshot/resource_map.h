@@ -51,9 +51,10 @@ class ResourceMap {
   // is taken from `before` without being read, which is what makes a change
   // to a few of 10,000 route configurations cheap.
   struct Patch;
-  // `resources` must be in name order around what changed (as the
-  // translator emits them); nullopt if not, or if two share a name: Of then
-  // sorts them, or names the duplicate.
+  // `resources` may come in any order: in name order around what changed
+  // (as most of the translator's do), the kept entries are found by walking
+  // both; otherwise by pointer in a hash of before's, which reads no
+  // resource either. nullopt if two share a name: Of then names them.
   static std::optional<Patch> Patched(const ResourceMap& before,
                                       const std::vector<ResourcePtr>& resources);
 
@@ -68,12 +69,20 @@ class ResourceMap {
   const VersionSum& version_sum() const { return sum_; }
 
  private:
+  // Patched's two ways. PatchInOrder starts after the first `same`
+  // resources, the same objects as before's first entries; nullopt if
+  // `resources` are out of name order.
+  static std::optional<Patch> PatchInOrder(const ResourceMap& before,
+                                           const std::vector<ResourcePtr>& resources, size_t same);
+  static std::optional<Patch> PatchAnyOrder(const ResourceMap& before,
+                                            const std::vector<ResourcePtr>& resources);
+
   std::vector<value_type> entries_;
   VersionSum sum_;
 };
 
 struct ResourceMap::Patch {
-  ResourceMap map;  // not filled when unchanged(): the map is `before`
+  ResourceMap map;  // not to be used when unchanged(): the map is `before`
   // Entries new to the map, or of another version than before, in name
   // order. A resource of the same name and version as before is not: the
   // map keeps the one before (the same content).
