@@ -173,8 +173,8 @@ void Snapshot::ComputeVersion() {
   for (const auto& [type, of_type] : by_type_) {
     absl::StrAppend(&all_versions, type, "\t", of_type->version, "\n");
   }
-  // Without policies the version is what it always was: replicas of
-  // different releases agree on it.
+  // Without policies nothing is added: the version depends on the
+  // resources alone, as it did before policies existed.
   if (!rollouts_.empty()) {
     absl::StrAppend(&all_versions, "rollouts\t", EncodeRollouts(rollouts_), "\n");
   }
