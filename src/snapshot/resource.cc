@@ -41,18 +41,20 @@ Sha256Digest ComputeSha256(std::initializer_list<absl::string_view> parts) {
   return digest;
 }
 
-}  // namespace
-
-std::string ContentDigest(std::initializer_list<absl::string_view> parts) {
-  const Sha256Digest digest = ComputeSha256(parts);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest.data()), 8));
-}
-
+// The first 16 bytes of the digest, as two numbers (the bytes of each in
+// little-endian order on every machine, so replicas agree).
 std::array<uint64_t, 2> DigestLanes(std::initializer_list<absl::string_view> parts) {
   const Sha256Digest digest = ComputeSha256(parts);
   std::array<uint64_t, 2> lanes = {};
   for (size_t i = 0; i < 16; ++i) lanes[i / 8] |= uint64_t{digest[i]} << (8 * (i % 8));
   return lanes;
+}
+
+}  // namespace
+
+std::string ContentDigest(std::initializer_list<absl::string_view> parts) {
+  const Sha256Digest digest = ComputeSha256(parts);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest.data()), 8));
 }
 
 bool SameContent(const Resource& a, const Resource& b) {

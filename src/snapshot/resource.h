@@ -120,9 +120,6 @@ std::string SerializeDeterministic(const google::protobuf::Message& message);
 std::string ContentDigest(absl::string_view bytes);
 // The same of the parts' concatenation, without concatenating them.
 std::string ContentDigest(std::initializer_list<absl::string_view> parts);
-// The first 16 bytes of the same digest, as two numbers (the bytes of
-// each in little-endian order on every machine).
-std::array<uint64_t, 2> DigestLanes(std::initializer_list<absl::string_view> parts);
 
 // "type.googleapis.com/a.b.C" -> "a.b.C".
 absl::string_view TypeNameOf(absl::string_view type_url);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
