@@ -1,5 +1,7 @@
 #pragma once
 
+#include <map>
+
 #include "absl/container/flat_hash_map.h"
 
 namespace holdfast {
@@ -9,7 +11,8 @@ namespace holdfast {
 // and clears the flag of the rest, so memory follows what still exists.
 template <typename Map>
 void ForgetUnused(Map& entries) {
-  absl::erase_if(entries, [](const auto& entry) { return !entry.second.used; });
+  // absl's or std's erase_if, found by the map's namespace.
+  erase_if(entries, [](const auto& entry) { return !entry.second.used; });
   for (auto& [key, entry] : entries) entry.used = false;
 }
 

@@ -1,58 +1,41 @@
 #include "src/gateway_api/conversion_cache.h"
 
-#include "absl/strings/str_cat.h"
 #include "src/common/forget_unused.h"
 
 namespace holdfast::gateway_api {
 
-void ConversionCache::Begin(const GatewayApiInput& input) {
+std::optional<ConversionCache::Frame> ConversionCache::FrameOf(const GatewayApiInput& input) {
+  Frame frame;
+  frame.classes = input.classes;
+  for (const Gateway& gateway : input.gateways) {
+    if (gateway.meta.resource_version.empty()) return std::nullopt;
+    frame.gateways.push_back(gateway.meta);
+  }
+  frame.namespace_labels = input.namespace_labels;
+  frame.secrets = input.secrets;
+  return frame;
+}
+
+ConversionCache::Changes ConversionCache::Begin(const GatewayApiInput& input) {
   Backdrop backdrop;
   for (const auto& [key, service] : input.services) {
     std::vector<uint32_t>& ports = backdrop.service_ports[key];
     for (const DiscoveredServicePort& port : service.ports) ports.push_back(port.port);
   }
   backdrop.grants = input.grants;
-  if (backdrop == backdrop_) return;
-  routes_.clear();
+  std::optional<Frame> frame = FrameOf(input);
+  Changes changes;
+  changes.backdrop = !(backdrop == backdrop_);
+  changes.frame = changes.backdrop || !frame || !frame_ || !(*frame == *frame_);
   backdrop_ = std::move(backdrop);
+  frame_ = std::move(frame);
+  return changes;
 }
 
 void ConversionCache::End() {
   decoder_.EndConversion();
-  ForgetUnused(routes_);
-  ForgetUnused(services_);
   ForgetUnused(gateways_);
-}
-
-std::string ConversionCache::RouteKey(const Route& route) {
-  const Meta& m = route.meta;
-  return absl::StrCat(route.kind, "/", m.ns, "/", m.name, "\n", m.resource_version, "\n",
-                      m.generation, "\n", m.creation_timestamp);
-}
-
-const ConvertedRoute* ConversionCache::FindRoute(const Route& route) {
-  if (route.meta.resource_version.empty()) return nullptr;
-  auto it = routes_.find(RouteKey(route));
-  if (it == routes_.end()) return nullptr;
-  it->second.used = true;
-  return &it->second.value;
-}
-
-void ConversionCache::KeepRoute(const Route& route, const ConvertedRoute& converted) {
-  if (route.meta.resource_version.empty()) return;
-  routes_[RouteKey(route)] = {converted, true};
-}
-
-const DecodedService* ConversionCache::FindService(
-    const std::string& name, const std::vector<std::shared_ptr<const nlohmann::json>>& routes) {
-  auto it = services_.find(name);
-  if (it == services_.end() || it->second.value.routes != routes) return nullptr;
-  it->second.used = true;
-  return &it->second.value;
-}
-
-void ConversionCache::KeepService(const std::string& name, DecodedService decoded) {
-  services_[name] = {std::move(decoded), true};
+  ForgetUnused(upstreams_);
 }
 
 const EmittedGateway* ConversionCache::FindGateway(const std::string& name,

@@ -1,14 +1,15 @@
 #pragma once
 // What one Gateway API conversion (convert.h) carries to the next, so that
-// a change to one of 10,000 HTTPRoutes converts and decodes that route and
-// the virtual services it is placed on, not all of them:
-//   - each route's rules as converted, while the route (its resourceVersion)
-//     and what its backendRefs resolve against (Services' ports,
-//     ReferenceGrants) are the same;
-//   - each virtual service as decoded, while it is made of the same
+// a change to one of 10,000 HTTPRoutes converts, attaches and places that
+// route and decodes the virtual services of the hosts it is on, not all:
+//   - each route's part (route_placements.h), while the route (its
+//     resourceVersion) and the frame (everything else the conversion
+//     reads) are the same; its rules as converted while what backendRefs
+//     resolve against (Services' ports, ReferenceGrants) is the same;
+//   - each host's virtual service as decoded, while it is made of the same
 //     converted routes in the same order;
 //   - each port's Gateway as decoded, while it lists the same virtual
-//     services with the same TLS;
+//     services with the same TLS; each backend's Upstream as decoded;
 //   - the decoder's memory of texts (holdfast_objects.h), for the rest.
 // The output is the same as with a fresh cache (test). Not thread-safe: one
 // conversion at a time.
@@ -17,44 +18,16 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "nlohmann/json.hpp"
 #include "src/gateway_api/conditions.h"
 #include "src/gateway_api/holdfast_objects.h"
 #include "src/gateway_api/input.h"
+#include "src/gateway_api/route_placements.h"
 #include "src/gateway_api/rules.h"
 
 namespace holdfast::gateway_api {
-
-// The match's part of the Gateway API's precedence (convert.cc).
-using MatchPrecedence = std::tuple<int, int64_t, bool, int64_t, int64_t>;
-
-// One match of a rule as a holdfast route, shared by every host the route
-// is placed on and by later conversions.
-struct RouteSpec {
-  std::shared_ptr<const nlohmann::json> spec;
-  MatchPrecedence precedence;
-};
-
-// A route's rules converted, and what that says about the route.
-struct ConvertedRoute {
-  std::vector<std::vector<RouteSpec>> rules;  // per rule (none when dropped), per match
-  std::vector<FieldError> problems;
-  Condition resolved;                 // ResolvedRefs
-  std::optional<FieldError> dropped;  // the first rule dropped
-  std::vector<BackendService> backends;
-};
-
-// A virtual service as the decoder made it, and the route specs (in order)
-// it was made of.
-struct DecodedService {
-  std::vector<std::shared_ptr<const nlohmann::json>> routes;
-  std::optional<GatewayObject> object;
-  std::vector<FieldError> errors;
-};
 
 // A port's holdfast Gateway as the decoder made it, and what it was made
 // of: the virtual services it lists, in order, and its TLS spec (as text).
@@ -65,27 +38,27 @@ struct EmittedGateway {
   std::vector<FieldError> errors;
 };
 
+// An Upstream as the decoder made it.
+struct DecodedUpstream {
+  std::optional<GatewayObject> object;
+  std::vector<FieldError> errors;
+};
+
 class ConversionCache {
  public:
   HoldfastObjectDecoder& decoder() { return decoder_; }
+  RoutePlacements& placements() { return placements_; }
+  size_t remembered_routes() const { return placements_.routes(); }
 
-  // Begins a conversion of `input`: converted routes are forgotten when
-  // what backendRefs resolve against changed.
-  void Begin(const GatewayApiInput& input);
+  // Begins a conversion of `input`: tells whether the frame and the
+  // backdrop (what backendRefs resolve against) changed since the last.
+  struct Changes {
+    bool frame = true;
+    bool backdrop = true;
+  };
+  Changes Begin(const GatewayApiInput& input);
   // Ends it: forgets what it did not use, so memory follows the objects.
   void End();
-
-  // `route` as converted before, or nullptr (valid until the next Keep).
-  // Routes without a resourceVersion (not from an API server) are never
-  // remembered.
-  const ConvertedRoute* FindRoute(const Route& route);
-  void KeepRoute(const Route& route, const ConvertedRoute& converted);
-
-  // The virtual service `name` as decoded before from exactly `routes`
-  // (the same specs, in order), or nullptr (valid until the next Keep).
-  const DecodedService* FindService(
-      const std::string& name, const std::vector<std::shared_ptr<const nlohmann::json>>& routes);
-  void KeepService(const std::string& name, DecodedService decoded);
 
   // The Gateway `name` as decoded before from the same services and TLS as
   // `wanted` (its object and errors unused), or nullptr. Listing 10,000
@@ -93,13 +66,21 @@ class ConversionCache {
   const EmittedGateway* FindGateway(const std::string& name, const EmittedGateway& wanted);
   const EmittedGateway& KeepGateway(const std::string& name, EmittedGateway emitted);
 
-  size_t remembered_routes() const { return routes_.size(); }
+  // The Upstream of `backend`, decoded by `decode` when not remembered.
+  template <typename Decode>
+  const DecodedUpstream& UpstreamOf(const BackendService& backend, Decode decode) {
+    Entry<DecodedUpstream>& entry = upstreams_[backend];
+    if (!entry.decoded) entry = {decode(), true, true};
+    entry.used = true;
+    return entry.value;
+  }
 
  private:
   template <typename T>
   struct Entry {
     T value;
     bool used = true;
+    bool decoded = false;
   };
   // What ResolveBackend reads of the input besides the route.
   struct Backdrop {
@@ -107,13 +88,24 @@ class ConversionCache {
     std::vector<ReferenceGrant> grants;
     bool operator==(const Backdrop&) const = default;
   };
-  static std::string RouteKey(const Route& route);
+  // What attaching and placing a route reads of the input besides the
+  // route and the backdrop. Gateways are compared by resourceVersion:
+  // the API server's promise that the content is the same.
+  struct Frame {
+    std::vector<GatewayClass> classes;
+    std::vector<Meta> gateways;
+    std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+    std::map<ServiceKey, TlsSecret> secrets;
+    bool operator==(const Frame&) const = default;
+  };
+  static std::optional<Frame> FrameOf(const GatewayApiInput& input);
 
   HoldfastObjectDecoder decoder_;
   Backdrop backdrop_;
-  absl::flat_hash_map<std::string, Entry<ConvertedRoute>> routes_;
-  absl::flat_hash_map<std::string, Entry<DecodedService>> services_;
+  std::optional<Frame> frame_;  // none: not known to be the same as any
+  RoutePlacements placements_;
   absl::flat_hash_map<std::string, Entry<EmittedGateway>> gateways_;
+  std::map<BackendService, Entry<DecodedUpstream>> upstreams_;
 };
 
 }  // namespace holdfast::gateway_api

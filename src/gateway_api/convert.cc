@@ -38,38 +38,35 @@ MatchPrecedence PrecedenceOf(const json& route) {
           -static_cast<int64_t>(headers), -static_cast<int64_t>(queries)};
 }
 
-// One holdfast route in a virtual service, with what orders it. The spec
-// is shared: a route attached to many hosts is converted once (and kept
-// by the cache while the route is the same).
-struct PlacedRoute {
-  const Route* route;
-  size_t rule;
-  size_t match;
-  std::shared_ptr<const json> spec;
-  MatchPrecedence precedence;
-};
-
 // A holdfast Gateway: the served listeners of one Gateway on one port.
 struct Port {
   const Gateway* gateway;
   uint32_t port;
-  std::vector<const ServedListener*> tls;                 // its HTTPS listeners
-  std::map<std::string, std::vector<PlacedRoute>> hosts;  // hostname -> routes
-  std::set<ObjectKey> sources;                            // the Gateway and its routes
+  std::vector<const ServedListener*> tls;  // its HTTPS listeners
 };
-using Ports = std::map<std::pair<ObjectKey, uint32_t>, Port>;
+using Ports = std::map<PortKey, Port>;
 
 ObjectKey KeyOf(const Gateway& gateway) {
   return {kGatewayKind, gateway.meta.ns, gateway.meta.name};
 }
 
+// What attaching a route reads: holdfast's Gateways (oldest first), their
+// served listeners, and the input.
+struct Served {
+  const std::vector<const Gateway*>& gateways;
+  const std::vector<ServedListener>& listeners;
+  const GatewayApiInput& input;
+};
+
 // The Gateway API's precedence: the match's, then the oldest route, its
-// namespace and name, rule and match order.
+// namespace and name, rule and match order (and its kind, so that an
+// HTTPRoute and a GRPCRoute of one name on one host order one way).
 bool Precedes(const PlacedRoute* a, const PlacedRoute* b) {
   const Meta& x = a->route->meta;
   const Meta& y = b->route->meta;
-  return std::tie(a->precedence, x.creation_timestamp, x.ns, x.name, a->rule, a->match) <
-         std::tie(b->precedence, y.creation_timestamp, y.ns, y.name, b->rule, b->match);
+  return std::tie(a->precedence, x.creation_timestamp, x.ns, x.name, a->rule, a->match,
+                  a->route->kind) < std::tie(b->precedence, y.creation_timestamp, y.ns, y.name,
+                                             b->rule, b->match, b->route->kind);
 }
 
 // The first error the decoder finds in `routes` as the routes of one
@@ -137,11 +134,9 @@ ConvertedRoute ConvertRules(const Route& route, const GatewayApiInput& input,
 
 // Sets the route's ResolvedRefs and, when rules were dropped,
 // PartiallyInvalid or Accepted False on every parent.
-void ApplyConverted(const ConvertedRoute& converted, GatewayApiStatus& status,
-                    std::set<BackendService>& backends) {
+void ApplyConverted(const ConvertedRoute& converted, GatewayApiStatus& status) {
   status.problems.insert(status.problems.end(), converted.problems.begin(),
                          converted.problems.end());
-  backends.insert(converted.backends.begin(), converted.backends.end());
   const bool served = std::any_of(converted.rules.begin(), converted.rules.end(),
                                   [](const auto& rule) { return !rule.empty(); });
   for (RouteParentStatus& parent : status.parents) {
@@ -157,49 +152,40 @@ void ApplyConverted(const ConvertedRoute& converted, GatewayApiStatus& status,
   }
 }
 
-void PlaceRoute(const Route& route, const std::vector<ParentAttachment>& parents,
-                const ConvertedRoute& converted, Ports& ports,
-                std::map<ListenerStatus*, std::set<ObjectKey>>& attached) {
+// Where the route's accepted parents attach it: listeners, ports, and
+// each (port, host) once (a route attached twice to one host, through two
+// listeners, is served once).
+void AddAttachments(const std::vector<ParentAttachment>& parents, const Served& served,
+                    RoutePart& part) {
+  std::set<size_t> listeners;
+  std::set<PortKey> ports;
+  std::set<std::pair<PortKey, std::string>> hosts;
   for (const ParentAttachment& parent : parents) {
     if (!parent.accepted.status) continue;
     for (const Attachment& a : parent.attachments) {
-      attached[a.listener->status].insert(route.key());
-      Port& port = ports.at({KeyOf(*a.listener->gateway), a.listener->listener->port});
-      port.sources.insert(route.key());
+      listeners.insert(static_cast<size_t>(a.listener - served.listeners.data()));
+      const PortKey port{KeyOf(*a.listener->gateway), a.listener->listener->port};
+      ports.insert(port);
       for (const std::string& host : a.hostnames) {
-        std::vector<PlacedRoute>& placed = port.hosts[host];
-        for (size_t i = 0; i < converted.rules.size(); ++i) {
-          for (size_t m = 0; m < converted.rules[i].size(); ++m) {
-            // A route attached twice to one host (two listeners) is served once.
-            bool dup = std::any_of(placed.begin(), placed.end(), [&](const PlacedRoute& p) {
-              return p.route == &route && p.rule == i && p.match == m;
-            });
-            const RouteSpec& spec = converted.rules[i][m];
-            if (!dup) placed.push_back({&route, i, m, spec.spec, spec.precedence});
-          }
-        }
+        if (hosts.emplace(port, host).second) part.hosts.emplace_back(port, host);
       }
     }
   }
+  part.listeners.assign(listeners.begin(), listeners.end());
+  part.ports.assign(ports.begin(), ports.end());
 }
 
-// The route's rules, converted now or as they were before.
-const ConvertedRoute& RulesOf(const Route& route, const GatewayApiInput& input,
-                              ConversionCache& cache, ConvertedRoute& fresh) {
-  if (const ConvertedRoute* kept = cache.FindRoute(route)) return *kept;
-  fresh = ConvertRules(route, input, cache.decoder());
-  cache.KeepRoute(route, fresh);
-  return fresh;
-}
-
-void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateways,
-                  const std::vector<ServedListener>& served, const GatewayApiInput& input,
-                  Ports& ports, std::set<BackendService>& backends,
-                  std::map<ListenerStatus*, std::set<ObjectKey>>& attached,
-                  GatewayApiStatuses& statuses, ConversionCache& cache) {
-  std::vector<ParentAttachment> parents = AttachRoute(route, gateways, served, input);
-  if (parents.empty()) return;  // not attached to a Gateway of holdfast's
-  GatewayApiStatus& status = statuses[route.key()];
+// The route's part: its status, and when its parents accept it, its rules
+// (converted now, or `before`) and where they are placed.
+RoutePart MakeRoutePart(const std::shared_ptr<const Route>& shared, const Served& served,
+                        std::shared_ptr<const ConvertedRoute> before,
+                        HoldfastObjectDecoder& decoder) {
+  const Route& route = *shared;
+  RoutePart part{.route = shared};
+  std::vector<ParentAttachment> parents =
+      AttachRoute(route, served.gateways, served.listeners, served.input);
+  if (parents.empty()) return part;  // not attached to a Gateway of holdfast's
+  GatewayApiStatus& status = part.status.emplace();
   status.key = route.key();
   status.generation = route.meta.generation;
   status.problems = route.errors.errors();
@@ -211,14 +197,19 @@ void ConvertRoute(const Route& route, const std::vector<const Gateway*>& gateway
     }
     status.parents.push_back({parent.parent->raw, {parent.accepted}});
   }
-  if (!route.errors.empty()) return;
-  ConvertedRoute fresh;
-  const ConvertedRoute& converted = RulesOf(route, input, cache, fresh);
-  ApplyConverted(converted, status, backends);
+  if (!route.errors.empty()) return part;
+  part.converted = before ? std::move(before)
+                          : std::make_shared<const ConvertedRoute>(
+                                ConvertRules(route, served.input, decoder));
+  ApplyConverted(*part.converted, status);
   for (size_t i = 0; i < parents.size(); ++i) {
     parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
   }
-  PlaceRoute(route, parents, converted, ports, attached);
+  const std::set<BackendService> backends(part.converted->backends.begin(),
+                                          part.converted->backends.end());
+  part.backends.assign(backends.begin(), backends.end());
+  AddAttachments(parents, served, part);
+  return part;
 }
 
 // Adds a decoded object to the output, its errors to the statuses of the
@@ -279,32 +270,40 @@ json TlsSpec(const Port& port, const GatewayApiInput& input, HoldfastObjectDecod
   return tls;
 }
 
-// The virtual service of one host: decoded now, or as it was before when
-// it is made of the same routes.
-const DecodedService& ServiceOf(const Port& port, const std::string& host, const std::string& name,
-                                const std::vector<const PlacedRoute*>& sorted,
-                                ConversionCache& cache, DecodedService& fresh) {
-  const std::string& ns = port.gateway->meta.ns;
-  for (const PlacedRoute* r : sorted) fresh.routes.push_back(r->spec);
-  const std::string cache_key = absl::StrCat(ns, "/", name);
-  if (const DecodedService* kept = cache.FindService(cache_key, fresh.routes)) return *kept;
+// Makes the virtual service of a host whose routes changed: its sources,
+// and its object decoded again unless made of the same specs as before.
+void MakeService(const Port& port, const std::string& hostname, HostRoutes& host,
+                 HoldfastObjectDecoder& decoder) {
+  std::vector<const PlacedRoute*> sorted;
+  for (const PlacedRoute& r : host.placed) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(), Precedes);
+  host.sources.clear();
+  std::vector<std::shared_ptr<const json>> specs;
+  for (const PlacedRoute* r : sorted) {
+    host.sources.insert(r->route->key());
+    specs.push_back(r->spec);
+  }
+  host.changed = false;
+  if (host.service && host.service->routes == specs) return;
   // Clients of a port other than 80 and 443 send it in the Host header,
   // which Envoy matches as it is; the Gateway API ignores the port.
-  json domains = {host};
-  if (host != "*") domains.push_back(absl::StrCat(host, ":", port.port));
+  json domains = {hostname};
+  if (hostname != "*") domains.push_back(absl::StrCat(hostname, ":", port.port));
   json spec = {{"domains", domains}, {"routes", json::array()}};
   for (const PlacedRoute* r : sorted) spec["routes"].push_back(*r->spec);
+  host.service_name = VirtualServiceName(port.gateway->meta.name, port.port, hostname);
   FieldErrors errors;
-  fresh.object = cache.decoder().Decode(kind::kVirtualService, ns, name, spec, &errors);
-  fresh.errors = errors.errors();
-  cache.KeepService(cache_key, fresh);
-  return fresh;
+  DecodedService& service = host.service.emplace();
+  service.object = decoder.Decode(kind::kVirtualService, port.gateway->meta.ns, host.service_name,
+                                  spec, &errors);
+  service.errors = errors.errors();
+  service.routes = std::move(specs);
 }
 
 // The port's holdfast Gateway: decoded now, or as before when it lists the
 // same virtual services with the same TLS.
 void EmitGateway(const Port& port, std::vector<std::string> services, const json& tls,
-                 ConversionCache& cache, Conversion& out) {
+                 const std::set<ObjectKey>& sources, ConversionCache& cache, Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
   EmittedGateway wanted{std::move(services), tls.is_null() ? "" : tls.dump()};
   const std::string name = GatewayName(port.gateway->meta.name, port.port);
@@ -325,28 +324,56 @@ void EmitGateway(const Port& port, std::vector<std::string> services, const json
     wanted.errors = errors.errors();
     emitted = &cache.KeepGateway(cache_key, std::move(wanted));
   }
-  Record({kind::kGateway, ns, name}, emitted->object, emitted->errors, port.sources, out);
+  Record({kind::kGateway, ns, name}, emitted->object, emitted->errors, sources, out);
 }
 
-void EmitPort(const Port& port, const GatewayApiInput& input, ConversionCache& cache,
-              Conversion& out) {
+// The port's virtual services (made again where their routes changed),
+// its Secrets and its Gateway.
+void EmitPort(const PortKey& key, const Port& port, const GatewayApiInput& input,
+              ConversionCache& cache, Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
+  std::set<ObjectKey> sources = {key.first};  // the Gateway and its routes
   std::vector<std::string> services;
-  for (const auto& [host, routes] : port.hosts) {
-    std::vector<const PlacedRoute*> sorted;
-    for (const PlacedRoute& r : routes) sorted.push_back(&r);
-    std::stable_sort(sorted.begin(), sorted.end(), Precedes);
-    std::set<ObjectKey> sources;
-    for (const PlacedRoute* r : sorted) sources.insert(r->route->key());
-    std::string name = VirtualServiceName(port.gateway->meta.name, port.port, host);
-    DecodedService fresh;
-    const DecodedService& decoded = ServiceOf(port, host, name, sorted, cache, fresh);
-    Record({kind::kVirtualService, ns, name}, decoded.object, decoded.errors, sources, out);
-    services.push_back(std::move(name));
+  if (PortRoutes* routes = cache.placements().Port(key)) {
+    sources.insert(routes->routes.begin(), routes->routes.end());
+    for (auto& [hostname, host] : routes->hosts) {
+      if (host.changed) MakeService(port, hostname, host, cache.decoder());
+      Record({kind::kVirtualService, ns, host.service_name}, host.service->object,
+             host.service->errors, host.sources, out);
+      services.push_back(host.service_name);
+    }
   }
   json tls;  // null: no TLS
   if (!port.tls.empty()) tls = TlsSpec(port, input, cache.decoder(), out);
-  EmitGateway(port, std::move(services), tls, cache, out);
+  EmitGateway(port, std::move(services), tls, sources, cache, out);
+}
+
+// An Upstream per Service port some route uses.
+void EmitUpstreams(ConversionCache& cache, Conversion& out) {
+  for (const auto& [backend, routes] : cache.placements().backends()) {
+    const std::string name = UpstreamName(backend.name, backend.port, backend.http2);
+    const DecodedUpstream& upstream = cache.UpstreamOf(backend, [&] {
+      json spec = {{"service", {{"name", backend.name}, {"port", backend.port}}}};
+      if (backend.http2) spec["http2"] = true;
+      FieldErrors errors;
+      DecodedUpstream decoded;
+      decoded.object = cache.decoder().Decode(kind::kUpstream, backend.ns, name, spec, &errors);
+      decoded.errors = errors.errors();
+      return decoded;
+    });
+    Record({kind::kUpstream, backend.ns, name}, upstream.object, upstream.errors, {}, out);
+  }
+}
+
+// The routes' statuses, and how many routes attach to each listener.
+void AddRouteStatuses(const std::vector<ServedListener>& served, const RoutePlacements& placements,
+                      Conversion& out) {
+  placements.ForEachPart([&](const RoutePart& part) {
+    if (part.status) out.statuses[part.status->key] = *part.status;
+  });
+  for (const auto& [listener, routes] : placements.attached()) {
+    served[listener].status->attached_routes = routes;
+  }
 }
 
 }  // namespace
@@ -357,7 +384,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input) {
 }
 
 Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cache) {
-  cache.Begin(input);
+  const ConversionCache::Changes changes = cache.Begin(input);
   Conversion out;
   std::set<std::string> classes;
   for (const GatewayClass& c : input.classes) {
@@ -374,34 +401,23 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cach
     if (classes.contains(g.class_name)) gateways.push_back(&g);
   }
   std::sort(gateways.begin(), gateways.end(), Older<Gateway>);
-  const std::vector<ServedListener> served = PlanListeners(gateways, input, &out.statuses);
+  const std::vector<ServedListener> listeners = PlanListeners(gateways, input, &out.statuses);
   Ports ports;
-  for (const ServedListener& s : served) {
+  for (const ServedListener& s : listeners) {
     Port& port = ports[{KeyOf(*s.gateway), s.listener->port}];
     port.gateway = s.gateway;
     port.port = s.listener->port;
-    port.sources.insert(KeyOf(*s.gateway));
     if (s.certificate != nullptr) port.tls.push_back(&s);
   }
-  std::vector<const Route*> routes;
-  for (const auto& r : input.routes) routes.push_back(r.get());
-  std::sort(routes.begin(), routes.end(), Older<Route>);
-  std::set<BackendService> backends;
-  std::map<ListenerStatus*, std::set<ObjectKey>> attached;
-  for (const Route* route : routes) {
-    ConvertRoute(*route, gateways, served, input, ports, backends, attached, out.statuses, cache);
-  }
-  for (const auto& [listener, keys] : attached) {
-    listener->attached_routes = static_cast<int>(keys.size());
-  }
-  for (const auto& [key, port] : ports) EmitPort(port, input, cache, out);
-  for (const BackendService& b : backends) {
-    json spec = {{"service", {{"name", b.name}, {"port", b.port}}}};
-    if (b.http2) spec["http2"] = true;
-    std::set<ObjectKey> sources;  // every route using it
-    Emit(kind::kUpstream, b.ns, UpstreamName(b.name, b.port, b.http2), spec, sources,
-         cache.decoder(), out);
-  }
+  const Served served{gateways, listeners, input};
+  cache.placements().Update(
+      input.routes, changes.frame, changes.backdrop,
+      [&](const std::shared_ptr<const Route>& route, std::shared_ptr<const ConvertedRoute> before) {
+        return MakeRoutePart(route, served, std::move(before), cache.decoder());
+      });
+  AddRouteStatuses(listeners, cache.placements(), out);
+  for (const auto& [key, port] : ports) EmitPort(key, port, input, cache, out);
+  EmitUpstreams(cache, out);
   cache.End();
   return out;
 }

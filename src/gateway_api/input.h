@@ -17,6 +17,7 @@ namespace holdfast::gateway_api {
 struct TlsSecret {
   std::string certificate;  // tls.crt, PEM
   std::string private_key;  // tls.key, PEM
+  bool operator==(const TlsSecret&) const = default;
 };
 
 struct GatewayApiInput {

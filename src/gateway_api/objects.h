@@ -38,6 +38,7 @@ struct Meta {
 struct GatewayClass {
   Meta meta;
   std::string controller_name;
+  bool operator==(const GatewayClass&) const = default;
 };
 
 struct GroupKind {

@@ -1,5 +1,8 @@
 // The Gateway API conversion and its statuses as pure functions: objects in,
 // holdfast objects and Gateway API conditions out, then translated.
+#include <array>
+#include <random>
+
 #include "absl/strings/match.h"
 #include "envoy/config/listener/v3/listener.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -389,48 +392,8 @@ TEST_F(GatewayApiConvertTest, RequestMirrorAndRedirectPort) {
   EXPECT_EQ(policies, 1) << "the mirror reaches Envoy's route configuration";
 }
 
-TEST_F(GatewayApiConvertTest, DecoderReusesUnchangedObjectsAndForgetsGoneOnes) {
-  input_.gateways[0].listeners[0].from = Listener::From::kAll;
-  for (int i = 0; i < 3; ++i) {
-    AddHttpRoute(RouteJson("HTTPRoute", "shop", absl::StrCat("r", i),
-                           {absl::StrCat("h", i, ".example.com")},
-                           {PrefixRule("/", {Backend("web", 80)})}));
-  }
-  ConversionCache cache;
-  const Conversion first = ConvertGatewayApi(input_, cache);
-  const size_t remembered = cache.decoder().remembered();
-  EXPECT_GT(remembered, first.objects.size()) << "objects and the rules checked alone";
-  // The same input again: the same output, and nothing new is remembered.
-  // The Gateway, listing the same services, is not decoded again: the
-  // conversion cache keeps it, and the decoder forgets its text.
-  const Conversion again = ConvertGatewayApi(input_, cache);
-  EXPECT_EQ(cache.decoder().remembered(), remembered - 1);
-  ASSERT_EQ(again.objects.size(), first.objects.size());
-  for (size_t i = 0; i < first.objects.size(); ++i) {
-    EXPECT_EQ(again.objects[i].key(), first.objects[i].key());
-    EXPECT_EQ(again.objects[i].content_digest, first.objects[i].content_digest);
-    EXPECT_EQ(again.objects[i].meta.location.file, first.objects[i].meta.location.file);
-  }
-  // One route changed, one gone: the output is what a fresh decoder makes,
-  // and what is no longer made is forgotten.
-  input_.routes[0] = Parsed(RouteJson("HTTPRoute", "shop", "r0", {"h0.example.com"},
-                                      {PrefixRule("/v2", {Backend("api", 9000)})}),
-                            false);
-  input_.routes.pop_back();
-  const Conversion changed = ConvertGatewayApi(input_, cache);
-  const Conversion fresh = ConvertGatewayApi(input_);
-  ASSERT_EQ(changed.objects.size(), fresh.objects.size());
-  for (size_t i = 0; i < fresh.objects.size(); ++i) {
-    EXPECT_EQ(changed.objects[i].key(), fresh.objects[i].key());
-    EXPECT_EQ(changed.objects[i].content_digest, fresh.objects[i].content_digest);
-  }
-  ConversionCache other;
-  ConvertGatewayApi(input_, other);
-  EXPECT_EQ(cache.decoder().remembered(), other.decoder().remembered())
-      << "entries of the old r0 and of r2 are gone";
-}
-
-// The conversions' outputs are the same: objects, statuses, sources.
+// The conversions' outputs are the same: objects (in order), statuses,
+// sources.
 void ExpectSameConversion(const Conversion& got, const Conversion& want) {
   ASSERT_EQ(got.objects.size(), want.objects.size());
   for (size_t i = 0; i < want.objects.size(); ++i) {
@@ -442,8 +405,19 @@ void ExpectSameConversion(const Conversion& got, const Conversion& want) {
   for (const auto& [key, status] : want.statuses) {
     ASSERT_TRUE(got.statuses.contains(key)) << key.ToString();
     const GatewayApiStatus& other = got.statuses.at(key);
+    EXPECT_EQ(other.key, status.key);
+    EXPECT_EQ(other.generation, status.generation) << key.ToString();
+    EXPECT_EQ(other.conditions, status.conditions) << key.ToString();
+    ASSERT_EQ(other.listeners.size(), status.listeners.size()) << key.ToString();
+    for (size_t l = 0; l < status.listeners.size(); ++l) {
+      EXPECT_EQ(other.listeners[l].name, status.listeners[l].name);
+      EXPECT_EQ(other.listeners[l].conditions, status.listeners[l].conditions);
+      EXPECT_EQ(other.listeners[l].attached_routes, status.listeners[l].attached_routes)
+          << key.ToString() << " listener " << status.listeners[l].name;
+    }
     ASSERT_EQ(other.parents.size(), status.parents.size()) << key.ToString();
     for (size_t p = 0; p < status.parents.size(); ++p) {
+      EXPECT_EQ(other.parents[p].parent_ref, status.parents[p].parent_ref) << key.ToString();
       EXPECT_EQ(other.parents[p].conditions, status.parents[p].conditions) << key.ToString();
     }
     std::vector<std::string> got_problems, want_problems;
@@ -451,6 +425,170 @@ void ExpectSameConversion(const Conversion& got, const Conversion& want) {
     for (const FieldError& e : status.problems) want_problems.push_back(e.path + ": " + e.message);
     EXPECT_EQ(got_problems, want_problems) << key.ToString();
   }
+}
+
+TEST_F(GatewayApiConvertTest, CacheDecodesOnlyWhatChanged) {
+  input_.gateways[0].listeners[0].from = Listener::From::kAll;
+  for (int i = 0; i < 3; ++i) {
+    AddHttpRoute(RouteJson("HTTPRoute", "shop", absl::StrCat("r", i),
+                           {absl::StrCat("h", i, ".example.com")},
+                           {PrefixRule("/", {Backend("web", 80)})}));
+  }
+  ConversionCache cache;
+  const Conversion first = ConvertGatewayApi(input_, cache);
+  EXPECT_GT(cache.decoder().remembered(), first.objects.size()) << "objects and rules checked";
+  // The same input again: the same output, and nothing decoded (the
+  // decoder, asked for nothing, forgets every text).
+  const Conversion again = ConvertGatewayApi(input_, cache);
+  EXPECT_EQ(cache.decoder().remembered(), 0u);
+  ASSERT_EQ(again.objects.size(), first.objects.size());
+  for (size_t i = 0; i < first.objects.size(); ++i) {
+    EXPECT_EQ(again.objects[i].key(), first.objects[i].key());
+    EXPECT_EQ(again.objects[i].content_digest, first.objects[i].content_digest);
+    EXPECT_EQ(again.objects[i].meta.location.file, first.objects[i].meta.location.file);
+  }
+  // One route changed, one gone: the output is a fresh conversion's, and
+  // what was decoded is the changed route's rules (checked) and virtual
+  // service, the Upstream it now uses, and the Gateway listing one less.
+  input_.routes[0] = Parsed(RouteJson("HTTPRoute", "shop", "r0", {"h0.example.com"},
+                                      {PrefixRule("/v2", {Backend("api", 9000)})}),
+                            false);
+  input_.routes.pop_back();
+  ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+  EXPECT_EQ(cache.decoder().remembered(), 4u);
+  EXPECT_EQ(cache.remembered_routes(), 2u);
+}
+
+// Random Gateway API inputs for the test below: routes changing one at a
+// time, and now and then a Gateway, a namespace's labels or a Service.
+class RandomGatewayApi {
+ public:
+  RandomGatewayApi(GatewayApiInput& input, uint32_t seed) : input_(input), random_(seed) {}
+
+  json RandomRoute(const std::string& ns, const std::string& name) {
+    std::vector<std::string> hostnames;
+    for (int i = Pick(3); i > 0; --i) hostnames.push_back(Of(kHosts));
+    std::vector<json> rules;
+    for (int i = 1 + Pick(3); i > 0; --i) {
+      std::vector<json> backends;
+      for (int b = Pick(3); b > 0; --b) backends.push_back(Backend(Of(kServices), Of({80, 9000})));
+      json rule = PrefixRule(Of(kPrefixes), backends);
+      // An invalid regular expression: the rule is dropped alone.
+      if (Pick(8) == 0) rule["matches"][0]["path"] = {{"type", "RegularExpression"}, {"value", "("}};
+      // A path type the API does not have: the route is not accepted.
+      if (Pick(20) == 0) rule["matches"][0]["path"]["type"] = "Bogus";
+      rules.push_back(std::move(rule));
+    }
+    json parents = json::array();
+    for (const std::string& gateway : kGateways) {
+      if (Pick(3) == 0) continue;
+      json parent = {{"name", gateway}, {"namespace", "infra"}};
+      if (Pick(4) == 0) parent["sectionName"] = Of({"http", "api"});
+      parents.push_back(parent);
+    }
+    json route = RouteJson("HTTPRoute", ns, name, hostnames.empty() ? json() : json(hostnames),
+                           rules, parents, Of(kCreated));
+    route["metadata"]["resourceVersion"] = NextVersion();
+    return route;
+  }
+  void ReplaceGateway(size_t index) {
+    std::vector<json> listeners = {HttpListener("http", Of({80, 8080}), Of({"", "*.example.com"}))};
+    if (Pick(2) == 0) listeners.push_back(HttpListener("api", 8080, "api.example.com"));
+    for (json& listener : listeners) {
+      const int from = Pick(3);
+      listener["allowedRoutes"]["namespaces"]["from"] = from == 0 ? "Same" : from == 1 ? "All"
+                                                                                     : "Selector";
+      if (from == 2) {
+        listener["allowedRoutes"]["namespaces"]["selector"] = {{"matchLabels", {{"team", "a"}}}};
+      }
+    }
+    json gateway = GatewayJson("infra", kGateways[index], listeners, Of(kCreated));
+    gateway["metadata"]["resourceVersion"] = NextVersion();
+    input_.gateways[index] = ParseGateway(gateway);
+  }
+  // One change; true when it is to routes alone.
+  bool Change() {
+    const int what = Pick(100);
+    const std::string ns = Of({"shop", "team"});
+    const std::string name = absl::StrCat("r", Pick(12));
+    auto it = std::find_if(input_.routes.begin(), input_.routes.end(), [&](const auto& r) {
+      return r->meta.ns == ns && r->meta.name == name;
+    });
+    if (what < 60) {
+      auto route = std::make_shared<const Route>(ParseRoute(RandomRoute(ns, name), false));
+      if (it == input_.routes.end()) {
+        input_.routes.push_back(route);
+      } else {
+        *it = route;
+      }
+    } else if (what < 70) {
+      if (it != input_.routes.end()) input_.routes.erase(it);
+    } else if (what < 78) {
+      // The same routes, read again: new objects of the same versions.
+      for (auto& route : input_.routes) route = std::make_shared<const Route>(*route);
+    } else if (what < 86) {
+      ReplaceGateway(Pick(2));
+      return false;
+    } else if (what < 93) {
+      input_.namespace_labels["team"] = {{"team", Of({"a", "b"})}};
+      return false;
+    } else if (input_.services.contains(ServiceKey{"shop", "api"})) {
+      input_.services.erase(ServiceKey{"shop", "api"});
+      return false;
+    } else {
+      AddService(input_, "shop", "api", 9000);
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  int Pick(int n) { return static_cast<int>(random_() % n); }
+  template <typename T>
+  T Of(std::initializer_list<T> items) {
+    return items.begin()[Pick(static_cast<int>(items.size()))];
+  }
+  std::string Of(std::initializer_list<const char*> items) {
+    return items.begin()[Pick(static_cast<int>(items.size()))];
+  }
+  std::string NextVersion() { return absl::StrCat(++version_); }
+
+  static constexpr std::initializer_list<const char*> kHosts = {
+      "a.example.com", "b.example.com", "api.example.com", "*.example.com", "other.org"};
+  static constexpr std::initializer_list<const char*> kServices = {"web", "api", "missing"};
+  static constexpr std::initializer_list<const char*> kPrefixes = {"/", "/a", "/b", "/api"};
+  static constexpr std::initializer_list<const char*> kCreated = {
+      "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"};
+  static constexpr std::array<const char*, 2> kGateways = {"gw", "edge"};
+
+  GatewayApiInput& input_;
+  std::mt19937 random_;
+  int64_t version_ = 0;
+};
+
+// A conversion with the cache of every conversion before it is a fresh
+// conversion, through 400 random changes: what each route placed is taken
+// back from every host when it changes or goes, and what a Gateway, a
+// namespace or a Service changes reaches every route.
+TEST_F(GatewayApiConvertTest, ConversionFromTheLastIsAFreshConversion) {
+  RandomGatewayApi random(input_, 7);
+  input_.gateways.push_back(input_.gateways[0]);
+  random.ReplaceGateway(0);
+  random.ReplaceGateway(1);
+  input_.namespace_labels["shop"] = {{"team", "a"}};
+  ConversionCache cache;
+  int routes_alone = 0;
+  for (int step = 0; step < 400 && !HasFailure(); ++step) {
+    routes_alone += random.Change();
+    ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+    if (HasFailure()) ADD_FAILURE() << "at step " << step;
+  }
+  EXPECT_GT(routes_alone, 200) << "most steps change routes alone";
+  // Nothing changed: nothing is decoded (every part was kept).
+  ConvertGatewayApi(input_, cache);
+  const Conversion unchanged = ConvertGatewayApi(input_, cache);
+  EXPECT_EQ(cache.decoder().remembered(), 0u);
+  EXPECT_GT(unchanged.objects.size(), 5u);
 }
 
 TEST_F(GatewayApiConvertTest, CacheKeepsRoutesWhileThemAndTheirBackendsAreTheSame) {

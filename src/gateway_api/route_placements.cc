@@ -1,0 +1,106 @@
+#include "src/gateway_api/route_placements.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace holdfast::gateway_api {
+
+std::string RoutePlacements::KeyOf(const Route& route) {
+  return absl::StrCat(route.kind, "/", route.meta.ns, "/", route.meta.name);
+}
+
+bool RoutePlacements::SameVersion(const Route& a, const Route& b) {
+  if (&a == &b) return true;
+  const Meta& x = a.meta;
+  const Meta& y = b.meta;
+  return !x.resource_version.empty() && x.resource_version == y.resource_version &&
+         x.generation == y.generation && x.creation_timestamp == y.creation_timestamp;
+}
+
+void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& routes,
+                             bool new_frame, bool new_backdrop, const MakePart& make) {
+  const uint64_t update = ++updates_;
+  for (const std::shared_ptr<const Route>& route : routes) {
+    auto [it, added] = parts_.try_emplace(KeyOf(*route));
+    Entry& entry = it->second;
+    if (entry.seen == update) continue;  // a twin: the first one counts
+    entry.seen = update;
+    std::shared_ptr<const ConvertedRoute> before;
+    if (!added) {
+      const bool same = SameVersion(*entry.part.route, *route);
+      if (same && !new_frame) continue;
+      if (same && !new_backdrop) before = entry.part.converted;
+      TakeBack(entry.part);
+    }
+    entry.part = make(route, std::move(before));
+    Place(entry.part, entry.part.converted ? entry.part.converted->rules
+                                           : std::vector<std::vector<RouteSpec>>{});
+  }
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    if (it->second.seen == update) {
+      ++it;
+      continue;
+    }
+    TakeBack(it->second.part);
+    parts_.erase(it++);
+  }
+  DropEmptyHosts();
+}
+
+void RoutePlacements::Place(const RoutePart& part,
+                            const std::vector<std::vector<RouteSpec>>& rules) {
+  const Route* route = part.route.get();
+  for (const PortKey& port : part.ports) ports_[port].routes.insert(route->key());
+  for (const auto& [port, hostname] : part.hosts) {
+    HostRoutes& host = ports_[port].hosts[hostname];
+    ++host.routes;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      for (size_t m = 0; m < rules[i].size(); ++m) {
+        host.placed.push_back({route, i, m, rules[i][m].spec, rules[i][m].precedence});
+      }
+    }
+    host.changed = true;
+    touched_.emplace_back(port, hostname);
+  }
+  for (size_t listener : part.listeners) ++attached_[listener];
+  for (const BackendService& backend : part.backends) ++backends_[backend];
+}
+
+void RoutePlacements::TakeBack(const RoutePart& part) {
+  const Route* route = part.route.get();
+  for (const PortKey& port : part.ports) ports_[port].routes.erase(route->key());
+  for (const auto& [port, hostname] : part.hosts) {
+    HostRoutes& host = ports_[port].hosts[hostname];
+    --host.routes;
+    std::erase_if(host.placed, [&](const PlacedRoute& p) { return p.route == route; });
+    host.changed = true;
+    touched_.emplace_back(port, hostname);
+  }
+  for (size_t listener : part.listeners) {
+    if (--attached_[listener] == 0) attached_.erase(listener);
+  }
+  for (const BackendService& backend : part.backends) {
+    if (--backends_[backend] == 0) backends_.erase(backend);
+  }
+}
+
+// A host no route is placed on serves no virtual service; a port no route
+// attaches to keeps no entry.
+void RoutePlacements::DropEmptyHosts() {
+  for (const auto& [port, hostname] : touched_) {
+    auto p = ports_.find(port);
+    if (p == ports_.end()) continue;
+    auto h = p->second.hosts.find(hostname);
+    if (h != p->second.hosts.end() && h->second.routes == 0) p->second.hosts.erase(h);
+    if (p->second.hosts.empty() && p->second.routes.empty()) ports_.erase(p);
+  }
+  touched_.clear();
+}
+
+PortRoutes* RoutePlacements::Port(const PortKey& port) {
+  auto it = ports_.find(port);
+  return it == ports_.end() ? nullptr : &it->second;
+}
+
+}  // namespace holdfast::gateway_api
