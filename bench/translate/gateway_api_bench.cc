@@ -162,7 +162,7 @@ Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& s
   last = *std::move(snapshot);
   gateway_api::GatewayApiStatuses settled = gateway_api::SettleStatuses(conversion, out.statuses);
   auto t5 = Clock::now();
-  for (const auto& [key, status] : settled) s.problems += status.problems.size();
+  for (const auto& [key, status] : settled) s.problems += status->problems.size();
   s.read = Seconds(t1 - t0);
   s.convert = Seconds(t2 - t1);
   s.translate = Seconds(t3 - t2);

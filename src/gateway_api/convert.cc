@@ -185,7 +185,7 @@ RoutePart MakeRoutePart(const std::shared_ptr<const Route>& shared, const Served
   std::vector<ParentAttachment> parents =
       AttachRoute(route, served.gateways, served.listeners, served.input);
   if (parents.empty()) return part;  // not attached to a Gateway of holdfast's
-  GatewayApiStatus& status = part.status.emplace();
+  GatewayApiStatus& status = *(part.status = std::make_shared<GatewayApiStatus>());
   status.key = route.key();
   status.generation = route.meta.generation;
   status.problems = route.errors.errors();
@@ -220,7 +220,7 @@ void Record(const ObjectKey& key, const std::optional<GatewayObject>& object,
   for (const ObjectKey& source : sources) {
     out.made_from[key].push_back(source);
     for (const FieldError& e : errors) {
-      out.statuses[source].problems.push_back(
+      out.statuses.Mutable(source).problems.push_back(
           {e.path, absl::StrCat(key.ToString(), ": ", e.message), {}});
     }
   }
@@ -369,7 +369,7 @@ void EmitUpstreams(ConversionCache& cache, Conversion& out) {
 void AddRouteStatuses(const std::vector<ServedListener>& served, const RoutePlacements& placements,
                       Conversion& out) {
   placements.ForEachPart([&](const RoutePart& part) {
-    if (part.status) out.statuses[part.status->key] = *part.status;
+    if (part.status) out.statuses.Put(part.status);
   });
   for (const auto& [listener, routes] : placements.attached()) {
     served[listener].status->attached_routes = routes;
@@ -391,8 +391,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cach
     if (c.controller_name != kControllerName) continue;
     classes.insert(c.meta.name);
     const ObjectKey key{kGatewayClassKind, "", c.meta.name};
-    GatewayApiStatus& status = out.statuses[key];
-    status.key = key;
+    GatewayApiStatus& status = out.statuses.Mutable(key);
     status.generation = c.meta.generation;
     status.conditions = {{"Accepted", true, "Accepted", "served by holdfast"}};
   }

@@ -142,8 +142,7 @@ std::vector<ServedListener> PlanListeners(const std::vector<const Gateway*>& gat
   std::map<uint32_t, ObjectKey> port_owner;  // ports held by older Gateways
   for (const Gateway* gateway : gateways) {
     const ObjectKey key{kGatewayKind, gateway->meta.ns, gateway->meta.name};
-    GatewayApiStatus& status = (*statuses)[key];
-    status.key = key;
+    GatewayApiStatus& status = statuses->Mutable(key);
     status.generation = gateway->meta.generation;
     status.problems = gateway->errors.errors();
     for (const Listener& listener : gateway->listeners) {

@@ -83,11 +83,12 @@ struct PortRoutes {
   std::set<ObjectKey> routes;               // every route attached to the port
 };
 
-// What one route adds to a conversion. `status` is none when no parentRef
-// names a Gateway of holdfast's.
+// What one route adds to a conversion. `status` is null when no parentRef
+// names a Gateway of holdfast's; once made, it is shared with conversions'
+// outputs and never changed (GatewayApiStatuses copies before changing).
 struct RoutePart {
   std::shared_ptr<const Route> route;
-  std::optional<GatewayApiStatus> status;
+  std::shared_ptr<GatewayApiStatus> status;
   std::shared_ptr<const ConvertedRoute> converted;  // none when not converted
   std::vector<size_t> listeners;  // the served listeners it attaches to (indexes)
   std::vector<PortKey> ports;     // the ports it attaches to

@@ -169,8 +169,9 @@ ObjectStatus DebugStatus(const GatewayApiStatus& status) {
 
 GatewayApiStatuses SettleStatuses(const Conversion& conversion, const StatusMap& translated) {
   GatewayApiStatuses out = conversion.statuses;
-  for (auto& [key, status] : out) {
+  for (const auto& [key, shared] : conversion.statuses) {
     if (key.kind != kGatewayKind) continue;
+    GatewayApiStatus& status = out.Mutable(key);
     std::vector<const ObjectKey*> made;
     for (const auto& [synthesized, sources] : conversion.made_from) {
       if (synthesized.kind != kind::kGateway) continue;
@@ -186,7 +187,7 @@ GatewayApiStatuses SettleStatuses(const Conversion& conversion, const StatusMap&
 StatusMap DebugStatuses(const GatewayApiStatuses& statuses, const Conversion& conversion,
                         StatusMap translated) {
   StatusMap out;
-  for (const auto& [key, status] : statuses) out[key] = DebugStatus(status);
+  for (const auto& [key, status] : statuses) out[key] = DebugStatus(*status);
   for (auto& [key, status] : translated) {
     if (!Synthesized(key)) {
       out[key] = std::move(status);

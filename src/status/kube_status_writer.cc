@@ -173,9 +173,13 @@ absl::Status KubeStatusWriter::SyncGatewayApi(const Leadership& leadership) {
     auto resource = options_.gateway_api_resources.find(key.kind);
     if (resource == options_.gateway_api_resources.end()) continue;
     auto known = known_gateway_api_.find(key);
-    if (known != known_gateway_api_.end() &&
-        gateway_api::GatewayApiStatusJson(status, known->second, clock_.Now()) == known->second) {
-      continue;
+    if (known != known_gateway_api_.end()) {
+      KnownGatewayApi& was = known->second;
+      if (was.renders_to == status) continue;
+      if (gateway_api::GatewayApiStatusJson(*status, was.stored, clock_.Now()) == was.stored) {
+        was.renders_to = status;
+        continue;
+      }
     }
     const Leadership now = elector_->Current();
     if (!now.is_leader || now.term != leadership.term) break;
@@ -186,9 +190,10 @@ absl::Status KubeStatusWriter::SyncGatewayApi(const Leadership& leadership) {
   return first_error;
 }
 
-absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
-                                                  const KubeResource& resource,
-                                                  const gateway_api::GatewayApiStatus& status) {
+absl::Status KubeStatusWriter::WriteGatewayApiOne(
+    const Leadership& leadership, const KubeResource& resource,
+    const gateway_api::GatewayApiStatuses::Shared& shared) {
+  const gateway_api::GatewayApiStatus& status = *shared;
   absl::StatusOr<std::optional<nlohmann::json>> stored =
       PutStatus(leadership, resource, status.key,
                 [&](const nlohmann::json& object) -> std::optional<nlohmann::json> {
@@ -199,7 +204,7 @@ absl::Status KubeStatusWriter::WriteGatewayApiOne(const Leadership& leadership,
                   return gateway_api::GatewayApiStatusJson(status, current, clock_.Now());
                 });
   if (!stored.ok()) return stored.status();
-  if (stored->has_value()) known_gateway_api_[status.key] = **stored;
+  if (stored->has_value()) known_gateway_api_[status.key] = {**stored, shared};
   return absl::OkStatus();
 }
 

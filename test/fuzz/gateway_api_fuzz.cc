@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const holdfast::gateway_api::GatewayApiStatuses statuses =
       holdfast::gateway_api::SettleStatuses(conversion, {});
   for (const auto& [key, status] : statuses) {
-    (void)holdfast::gateway_api::GatewayApiStatusJson(status, nlohmann::json::object(),
+    (void)holdfast::gateway_api::GatewayApiStatusJson(*status, nlohmann::json::object(),
                                                       absl::UnixEpoch());
   }
   (void)holdfast::gateway_api::DebugStatuses(statuses, conversion, {});

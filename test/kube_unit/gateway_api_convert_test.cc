@@ -141,6 +141,8 @@ TEST_F(GatewayApiConvertTest, HttpRouteBecomesGatewayVirtualServiceAndUpstreams)
   const GatewayApiStatus& gateway = Status(kGatewayKind, "infra", "gw");
   EXPECT_TRUE(FindCondition(gateway.conditions, "Accepted")->status);
   EXPECT_TRUE(FindCondition(gateway.conditions, "Programmed")->status);
+  EXPECT_EQ(FindCondition(conversion_.statuses.at(gateway.key).conditions, "Programmed"), nullptr)
+      << "settling copies the conversion's statuses, never changes them";
   ASSERT_EQ(gateway.listeners.size(), 1u);
   EXPECT_EQ(gateway.listeners[0].attached_routes, 1);
   EXPECT_EQ(RouteCondition("store", "Accepted").reason, "Accepted");
@@ -402,7 +404,8 @@ void ExpectSameConversion(const Conversion& got, const Conversion& want) {
   }
   EXPECT_EQ(got.made_from, want.made_from);
   ASSERT_EQ(got.statuses.size(), want.statuses.size());
-  for (const auto& [key, status] : want.statuses) {
+  for (const auto& [key, shared] : want.statuses) {
+    const GatewayApiStatus& status = *shared;
     ASSERT_TRUE(got.statuses.contains(key)) << key.ToString();
     const GatewayApiStatus& other = got.statuses.at(key);
     EXPECT_EQ(other.key, status.key);
@@ -459,6 +462,28 @@ TEST_F(GatewayApiConvertTest, CacheDecodesOnlyWhatChanged) {
   EXPECT_EQ(cache.remembered_routes(), 2u);
 }
 
+TEST(GatewayApiStatusesTest, CopiesShareStatusesUntilOneIsChanged) {
+  GatewayApiStatuses one;
+  const ObjectKey key{kHttpRouteKind, "shop", "r"};
+  one.Mutable(key).generation = 1;
+  EXPECT_EQ(one.at(key).key, key);
+  const GatewayApiStatus* made = &one.at(key);
+  one.Mutable(key).generation = 2;
+  EXPECT_EQ(&one.at(key), made) << "held by one map alone: changed in place";
+  GatewayApiStatuses two = one;
+  EXPECT_EQ(&two.at(key), made) << "a copy shares";
+  two.Mutable(key).generation = 3;
+  EXPECT_EQ(one.at(key).generation, 2) << "a change to a shared status copies it first";
+  EXPECT_EQ(two.at(key).generation, 3);
+  auto put = std::make_shared<GatewayApiStatus>();
+  put->key = {kHttpRouteKind, "shop", "q"};
+  two.Put(put);
+  two.Mutable(put->key).generation = 4;
+  EXPECT_EQ(put->generation, 0) << "what was put is shared with its maker";
+  ASSERT_NE(two.Find(put->key), nullptr);
+  EXPECT_EQ(two.Find({kHttpRouteKind, "shop", "none"}), nullptr);
+}
+
 // Random Gateway API inputs for the test below: routes changing one at a
 // time, and now and then a Gateway, a namespace's labels or a Service.
 class RandomGatewayApi {
@@ -474,7 +499,9 @@ class RandomGatewayApi {
       for (int b = Pick(3); b > 0; --b) backends.push_back(Backend(Of(kServices), Of({80, 9000})));
       json rule = PrefixRule(Of(kPrefixes), backends);
       // An invalid regular expression: the rule is dropped alone.
-      if (Pick(8) == 0) rule["matches"][0]["path"] = {{"type", "RegularExpression"}, {"value", "("}};
+      if (Pick(8) == 0) {
+        rule["matches"][0]["path"] = {{"type", "RegularExpression"}, {"value", "("}};
+      }
       // A path type the API does not have: the route is not accepted.
       if (Pick(20) == 0) rule["matches"][0]["path"]["type"] = "Bogus";
       rules.push_back(std::move(rule));

@@ -254,10 +254,16 @@ gateway_api::GatewayApiStatus ClassAccepted(int64_t generation) {
   return status;
 }
 
+gateway_api::GatewayApiStatuses Statuses(const gateway_api::GatewayApiStatus& status) {
+  gateway_api::GatewayApiStatuses statuses;
+  statuses.Put(std::make_shared<gateway_api::GatewayApiStatus>(status));
+  return statuses;
+}
+
 TEST_F(KubeStatusWriterTest, GatewayApiStatusesAreWrittenByTheLeaderForTheirGeneration) {
   api_.Put(kGatewayClasses, {{"metadata", {{"name", "holdfast"}, {"generation", 2}}},
                              {"spec", {{"controllerName", "holdfast.dev/gateway-controller"}}}});
-  writer_.UpdateGatewayApi({{ClassAccepted(2).key, ClassAccepted(2)}});
+  writer_.UpdateGatewayApi(Statuses(ClassAccepted(2)));
   ASSERT_TRUE(writer_.Sync().ok());
   EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), 0) << "a follower wrote";
 
@@ -273,11 +279,25 @@ TEST_F(KubeStatusWriterTest, GatewayApiStatusesAreWrittenByTheLeaderForTheirGene
   EXPECT_EQ(writes, 1);
   ASSERT_TRUE(writer_.Sync().ok());
   EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes) << "unchanged: not rewritten";
+  // The same status made again (another object): compared, not rewritten.
+  writer_.UpdateGatewayApi(Statuses(ClassAccepted(2)));
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes) << "equal: not rewritten";
 
   // About generation 1 while the object is at 2: left for the next translation.
-  writer_.UpdateGatewayApi({{ClassAccepted(1).key, ClassAccepted(1)}});
+  writer_.UpdateGatewayApi(Statuses(ClassAccepted(1)));
   ASSERT_TRUE(writer_.Sync().ok());
   EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes);
+
+  // Changed: written.
+  gateway_api::GatewayApiStatus refused = ClassAccepted(2);
+  refused.conditions[0].status = false;
+  writer_.UpdateGatewayApi(Statuses(refused));
+  ASSERT_TRUE(writer_.Sync().ok());
+  EXPECT_EQ(api_.calls(FakeKubeApi::Call::kUpdateStatus), writes + 1);
+  stored = api_.Get(kGatewayClasses, "", "holdfast");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ((*stored)["status"]["conditions"][0]["status"], "False");
 }
 
 }  // namespace
