@@ -16,18 +16,45 @@ std::optional<ConversionCache::Frame> ConversionCache::FrameOf(const GatewayApiI
   return frame;
 }
 
-ConversionCache::Changes ConversionCache::Begin(const GatewayApiInput& input) {
-  Backdrop backdrop;
+ConversionCache::ServicePorts ConversionCache::PortsOf(const GatewayApiInput& input) {
+  ServicePorts ports;
   for (const auto& [key, service] : input.services) {
-    std::vector<uint32_t>& ports = backdrop.service_ports[key];
-    for (const DiscoveredServicePort& port : service.ports) ports.push_back(port.port);
+    std::vector<uint32_t>& numbers = ports[key];
+    for (const DiscoveredServicePort& port : service.ports) numbers.push_back(port.port);
   }
-  backdrop.grants = input.grants;
+  return ports;
+}
+
+// The Services added, gone or with other ports: one walk of both maps in
+// key order.
+std::set<ServiceKey> ConversionCache::Changed(const ServicePorts& before,
+                                              const ServicePorts& after) {
+  std::set<ServiceKey> changed;
+  auto b = before.begin();
+  auto a = after.begin();
+  while (b != before.end() || a != after.end()) {
+    if (a == after.end() || (b != before.end() && b->first < a->first)) {
+      changed.insert((b++)->first);
+    } else if (b == before.end() || a->first < b->first) {
+      changed.insert((a++)->first);
+    } else {
+      if (a->second != b->second) changed.insert(a->first);
+      ++a;
+      ++b;
+    }
+  }
+  return changed;
+}
+
+RoutePlacements::Changes ConversionCache::Begin(const GatewayApiInput& input) {
+  ServicePorts ports = PortsOf(input);
   std::optional<Frame> frame = FrameOf(input);
-  Changes changes;
-  changes.backdrop = !(backdrop == backdrop_);
-  changes.frame = changes.backdrop || !frame || !frame_ || !(*frame == *frame_);
-  backdrop_ = std::move(backdrop);
+  RoutePlacements::Changes changes;
+  changes.grants = grants_ != input.grants;
+  changes.frame = changes.grants || !frame || !frame_ || !(*frame == *frame_);
+  grants_ = input.grants;
+  changes.services = Changed(service_ports_, ports);
+  service_ports_ = std::move(ports);
   frame_ = std::move(frame);
   return changes;
 }

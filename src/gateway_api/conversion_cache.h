@@ -4,8 +4,9 @@
 // route and decodes the virtual services of the hosts it is on, not all:
 //   - each route's part (route_placements.h), while the route (its
 //     resourceVersion) and the frame (everything else the conversion
-//     reads) are the same; its rules as converted while what backendRefs
-//     resolve against (Services' ports, ReferenceGrants) is the same;
+//     reads but Services) are the same; its rules as converted while the
+//     route, the ReferenceGrants and the ports of the Services its
+//     backendRefs name are the same;
 //   - each host's virtual service as decoded, while it is made of the same
 //     converted routes in the same order;
 //   - each port's Gateway as decoded, while it lists the same virtual
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,13 +52,9 @@ class ConversionCache {
   RoutePlacements& placements() { return placements_; }
   size_t remembered_routes() const { return placements_.routes(); }
 
-  // Begins a conversion of `input`: tells whether the frame and the
-  // backdrop (what backendRefs resolve against) changed since the last.
-  struct Changes {
-    bool frame = true;
-    bool backdrop = true;
-  };
-  Changes Begin(const GatewayApiInput& input);
+  // Begins a conversion of `input`: tells what changed since the last
+  // besides the routes.
+  RoutePlacements::Changes Begin(const GatewayApiInput& input);
   // Ends it: forgets what it did not use, so memory follows the objects.
   void End();
 
@@ -82,15 +80,10 @@ class ConversionCache {
     bool used = true;
     bool decoded = false;
   };
-  // What ResolveBackend reads of the input besides the route.
-  struct Backdrop {
-    std::map<ServiceKey, std::vector<uint32_t>> service_ports;
-    std::vector<ReferenceGrant> grants;
-    bool operator==(const Backdrop&) const = default;
-  };
-  // What attaching and placing a route reads of the input besides the
-  // route and the backdrop. Gateways are compared by resourceVersion:
-  // the API server's promise that the content is the same.
+  using ServicePorts = std::map<ServiceKey, std::vector<uint32_t>>;
+  // What converting a route reads of the input besides the route and the
+  // Services. Gateways are compared by resourceVersion: the API server's
+  // promise that the content is the same.
   struct Frame {
     std::vector<GatewayClass> classes;
     std::vector<Meta> gateways;
@@ -99,9 +92,13 @@ class ConversionCache {
     bool operator==(const Frame&) const = default;
   };
   static std::optional<Frame> FrameOf(const GatewayApiInput& input);
+  static ServicePorts PortsOf(const GatewayApiInput& input);
+  static std::set<ServiceKey> Changed(const ServicePorts& before, const ServicePorts& after);
 
   HoldfastObjectDecoder decoder_;
-  Backdrop backdrop_;
+  ServicePorts service_ports_;
+  // Read by listeners (certificates) and rules (backendRefs).
+  std::optional<std::vector<ReferenceGrant>> grants_;
   std::optional<Frame> frame_;  // none: not known to be the same as any
   RoutePlacements placements_;
   absl::flat_hash_map<std::string, Entry<EmittedGateway>> gateways_;

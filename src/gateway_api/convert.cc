@@ -112,6 +112,8 @@ ConvertedRoute ConvertRules(const Route& route, const GatewayApiInput& input,
     ConvertedRule& converted = rules[i];
     if (!converted.unsupported && !all_decode)
       converted.unsupported = CheckRoutes(route.rules[i], converted.routes, decoder);
+    out.services.insert(out.services.end(), converted.services_read.begin(),
+                        converted.services_read.end());
     for (const BackendProblem& problem : converted.backend_problems) {
       out.problems.push_back(problem.error);
       if (out.resolved.status)
@@ -129,6 +131,8 @@ ConvertedRoute ConvertRules(const Route& route, const GatewayApiInput& input,
       specs.push_back({std::make_shared<const json>(std::move(spec)), precedence});
     }
   }
+  std::sort(out.services.begin(), out.services.end());
+  out.services.erase(std::unique(out.services.begin(), out.services.end()), out.services.end());
   return out;
 }
 
@@ -384,7 +388,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input) {
 }
 
 Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cache) {
-  const ConversionCache::Changes changes = cache.Begin(input);
+  const RoutePlacements::Changes changes = cache.Begin(input);
   Conversion out;
   std::set<std::string> classes;
   for (const GatewayClass& c : input.classes) {
@@ -410,7 +414,7 @@ Conversion ConvertGatewayApi(const GatewayApiInput& input, ConversionCache& cach
   }
   const Served served{gateways, listeners, input};
   cache.placements().Update(
-      input.routes, changes.frame, changes.backdrop,
+      input.routes, changes,
       [&](const std::shared_ptr<const Route>& route, std::shared_ptr<const ConvertedRoute> before) {
         return MakeRoutePart(route, served, std::move(before), cache.decoder());
       });

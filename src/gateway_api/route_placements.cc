@@ -18,8 +18,14 @@ bool RoutePlacements::SameVersion(const Route& a, const Route& b) {
          x.generation == y.generation && x.creation_timestamp == y.creation_timestamp;
 }
 
+bool RoutePlacements::ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services) {
+  if (services.empty() || part.converted == nullptr) return false;
+  return std::any_of(part.converted->services.begin(), part.converted->services.end(),
+                     [&](const ServiceKey& key) { return services.contains(key); });
+}
+
 void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& routes,
-                             bool new_frame, bool new_backdrop, const MakePart& make) {
+                             const Changes& changes, const MakePart& make) {
   const uint64_t update = ++updates_;
   for (const std::shared_ptr<const Route>& route : routes) {
     auto [it, added] = parts_.try_emplace(KeyOf(*route));
@@ -28,9 +34,10 @@ void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& ro
     entry.seen = update;
     std::shared_ptr<const ConvertedRoute> before;
     if (!added) {
-      const bool same = SameVersion(*entry.part.route, *route);
-      if (same && !new_frame) continue;
-      if (same && !new_backdrop) before = entry.part.converted;
+      const bool rules_current = SameVersion(*entry.part.route, *route) && !changes.grants &&
+                                 !ReadsAny(entry.part, changes.services);
+      if (rules_current && !changes.frame) continue;
+      if (rules_current) before = entry.part.converted;
       TakeBack(entry.part);
     }
     entry.part = make(route, std::move(before));

@@ -5,11 +5,13 @@
 // and sorts and decodes only the hosts it was or is on. Walking every route
 // and host on each change was most of a change's conversion (0.15 s).
 //
-// What a route makes depends on the route and on the frame: everything
-// else the conversion reads (classes, Gateways, ReferenceGrants, namespace
-// labels, TLS Secrets, Services' ports). The conversion cache decides when
-// the frame changed; then every route is placed again, and the hosts keep
-// their virtual services to reuse when made of the same specs.
+// What a route makes depends on the route, on the ports of the Services
+// its backendRefs name, and on the frame: everything else the conversion
+// reads (classes, Gateways, ReferenceGrants, namespace labels, TLS
+// Secrets). The conversion cache tells what changed. A route naming a
+// changed Service is converted again; when the frame changed, every route
+// is placed again, and the hosts keep their virtual services to reuse when
+// made of the same specs.
 
 #include <functional>
 #include <map>
@@ -46,6 +48,7 @@ struct ConvertedRoute {
   Condition resolved;                 // ResolvedRefs
   std::optional<FieldError> dropped;  // the first rule dropped
   std::vector<BackendService> backends;
+  std::vector<ServiceKey> services;  // every Service looked up, sorted
 };
 
 // A holdfast Gateway: one Gateway of the Gateway API on one port.
@@ -99,6 +102,12 @@ struct RoutePart {
 
 class RoutePlacements {
  public:
+  // What changed since the last Update besides the routes.
+  struct Changes {
+    bool frame = true;
+    bool grants = true;  // ReferenceGrants: every route's rules converted again
+    std::set<ServiceKey> services;  // added, gone, or with other ports
+  };
   // Makes the part of `route`. `before` is its rules as converted for the
   // same route version, or nullptr when they must be converted again.
   using MakePart = std::function<RoutePart(const std::shared_ptr<const Route>& route,
@@ -106,11 +115,12 @@ class RoutePlacements {
 
   // Brings the parts to `routes`: the parts of routes gone or changed are
   // taken back, those of new or changed routes made by `make` and placed.
-  // `new_frame`: every part is made again; `new_backdrop`: and every
-  // route's rules converted again. A route is unchanged when it is the
-  // same object, or has the same version from an API server.
-  void Update(const std::vector<std::shared_ptr<const Route>>& routes, bool new_frame,
-              bool new_backdrop, const MakePart& make);
+  // A route is unchanged when it is the same object, or has the same
+  // version from an API server; its rules are converted again when it
+  // looked up a changed Service or the grants changed, and every part is
+  // made again when the frame changed.
+  void Update(const std::vector<std::shared_ptr<const Route>>& routes, const Changes& changes,
+              const MakePart& make);
 
   size_t routes() const { return parts_.size(); }
   // Every part, in no particular order.
@@ -133,6 +143,7 @@ class RoutePlacements {
   };
   static std::string KeyOf(const Route& route);
   static bool SameVersion(const Route& a, const Route& b);
+  static bool ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services);
   void Place(const RoutePart& part, const std::vector<std::vector<RouteSpec>>& rules);
   void TakeBack(const RoutePart& part);
   void DropEmptyHosts();

@@ -133,8 +133,10 @@ std::optional<FieldError> ApplyFilter(const Filter& filter, const RouteMatch& ma
 }
 
 // The upstream a backendRef names, or why it cannot be used.
+// Adds the Service looked up to `read`.
 std::optional<BackendProblem> ResolveBackend(const Route& route, const BackendRef& ref,
-                                             const GatewayApiInput& input, BackendService* out) {
+                                             const GatewayApiInput& input, BackendService* out,
+                                             std::vector<ServiceKey>* read) {
   const std::string ns = ref.ns.empty() ? route.meta.ns : ref.ns;
   const std::string id = absl::StrCat(ns, "/", ref.name);
   if (!ref.group.empty() || ref.kind != "Service") {
@@ -153,7 +155,8 @@ std::optional<BackendProblem> ResolveBackend(const Route& route, const BackendRe
                       "s from ", route.meta.ns, " to reference Service ", ref.name),
          {}}};
   }
-  auto service = input.services.find(ServiceKey{ns, ref.name});
+  read->push_back(ServiceKey{ns, ref.name});
+  auto service = input.services.find(read->back());
   if (service == input.services.end()) {
     return BackendProblem{"BackendNotFound",
                           {ref.path + ".name", absl::StrCat("Service ", id, " not found"), {}}};
@@ -176,7 +179,7 @@ void AddBackends(const Route& route, const RouteRule& rule, const GatewayApiInpu
   json upstreams = json::array();
   for (const BackendRef& ref : rule.backends) {
     BackendService service;
-    if (auto problem = ResolveBackend(route, ref, input, &service)) {
+    if (auto problem = ResolveBackend(route, ref, input, &service, &out.services_read)) {
       out.backend_problems.push_back(*std::move(problem));
       upstreams.push_back({{"name", kInvalidBackend}, {"weight", ref.weight}});
       continue;
@@ -203,7 +206,8 @@ json AddMirrors(const Route& route, const RouteRule& rule, const GatewayApiInput
   for (const Filter& filter : rule.filters) {
     if (filter.type != "RequestMirror" || !filter.mirror) continue;
     BackendService service;
-    if (auto problem = ResolveBackend(route, *filter.mirror, input, &service)) {
+    if (auto problem = ResolveBackend(route, *filter.mirror, input, &service,
+                                      &out.services_read)) {
       out.backend_problems.push_back(*std::move(problem));
       continue;
     }

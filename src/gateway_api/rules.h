@@ -35,6 +35,8 @@ struct ConvertedRule {
   std::vector<BackendService> backends;
   std::vector<BackendProblem> backend_problems;
   std::optional<FieldError> unsupported;  // the rule is dropped (PartiallyInvalid)
+  // The Services whose ports the rule was converted with, found or not.
+  std::vector<ServiceKey> services_read;
 };
 
 ConvertedRule ConvertRule(const Route& route, const RouteRule& rule, const GatewayApiInput& input);

@@ -496,7 +496,11 @@ class RandomGatewayApi {
     std::vector<json> rules;
     for (int i = 1 + Pick(3); i > 0; --i) {
       std::vector<json> backends;
-      for (int b = Pick(3); b > 0; --b) backends.push_back(Backend(Of(kServices), Of({80, 9000})));
+      for (int b = Pick(3); b > 0; --b) {
+        // From another namespace: needs a ReferenceGrant in shop.
+        const std::string to = ns == "shop" || Pick(2) == 0 ? "" : "shop";
+        backends.push_back(Backend(Of(kServices), Of({80, 9000}), 1, to));
+      }
       json rule = PrefixRule(Of(kPrefixes), backends);
       // An invalid regular expression: the rule is dropped alone.
       if (Pick(8) == 0) {
@@ -534,6 +538,25 @@ class RandomGatewayApi {
     input_.gateways[index] = ParseGateway(gateway);
   }
   // One change; true when it is to routes alone.
+  // A Service gone or back, a port of one added or removed, or a Service
+  // no route names: routes alone change (what they read of Services).
+  void ChangeService() {
+    const int which = Pick(3);
+    const ServiceKey key{"shop", which == 0 ? "api" : which == 1 ? "web" : "unused"};
+    std::vector<DiscoveredServicePort>& ports = input_.services[key].ports;
+    if (which == 1) {
+      if (ports.size() > 1) {
+        ports.pop_back();
+      } else {
+        ports.push_back(DiscoveredServicePort{"grpc", 9000, "", {}});
+      }
+    } else if (ports.empty()) {
+      input_.services.erase(key);
+      AddService(input_, key.ns, key.name, 9000);
+    } else {
+      input_.services.erase(key);
+    }
+  }
   bool Change() {
     const int what = Pick(100);
     const std::string ns = Of({"shop", "team"});
@@ -556,15 +579,19 @@ class RandomGatewayApi {
     } else if (what < 86) {
       ReplaceGateway(Pick(2));
       return false;
-    } else if (what < 93) {
+    } else if (what < 90) {
       input_.namespace_labels["team"] = {{"team", Of({"a", "b"})}};
       return false;
-    } else if (input_.services.contains(ServiceKey{"shop", "api"})) {
-      input_.services.erase(ServiceKey{"shop", "api"});
+    } else if (what < 93) {
+      if (input_.grants.empty()) {
+        input_.grants.push_back(
+            ParseReferenceGrant(GrantJson("shop", "HTTPRoute", "team", "Service")));
+      } else {
+        input_.grants.clear();
+      }
       return false;
     } else {
-      AddService(input_, "shop", "api", 9000);
-      return false;
+      ChangeService();
     }
     return true;
   }
@@ -605,17 +632,20 @@ TEST_F(GatewayApiConvertTest, ConversionFromTheLastIsAFreshConversion) {
   input_.namespace_labels["shop"] = {{"team", "a"}};
   ConversionCache cache;
   int routes_alone = 0;
+  size_t most_objects = 0;
   for (int step = 0; step < 400 && !HasFailure(); ++step) {
     routes_alone += random.Change();
-    ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
+    const Conversion fresh = ConvertGatewayApi(input_);
+    ExpectSameConversion(ConvertGatewayApi(input_, cache), fresh);
     if (HasFailure()) ADD_FAILURE() << "at step " << step;
+    most_objects = std::max(most_objects, fresh.objects.size());
   }
-  EXPECT_GT(routes_alone, 200) << "most steps change routes alone";
+  EXPECT_GT(most_objects, 12u) << "Gateways, virtual services and Upstreams";
+  EXPECT_GT(routes_alone, 250) << "most steps change routes (and Services) alone";
   // Nothing changed: nothing is decoded (every part was kept).
   ConvertGatewayApi(input_, cache);
-  const Conversion unchanged = ConvertGatewayApi(input_, cache);
+  ConvertGatewayApi(input_, cache);
   EXPECT_EQ(cache.decoder().remembered(), 0u);
-  EXPECT_GT(unchanged.objects.size(), 5u);
 }
 
 TEST_F(GatewayApiConvertTest, CacheKeepsRoutesWhileThemAndTheirBackendsAreTheSame) {
