@@ -354,7 +354,8 @@ void EmitPort(const PortKey& key, const Port& port, const GatewayApiInput& input
 
 // An Upstream per Service port some route uses.
 void EmitUpstreams(ConversionCache& cache, Conversion& out) {
-  for (const auto& [backend, routes] : cache.placements().backends()) {
+  for (const auto& entry : cache.placements().backends()) {
+    const BackendService& backend = entry.first;  // captured: not a structured binding
     const std::string name = UpstreamName(backend.name, backend.port, backend.http2);
     const DecodedUpstream& upstream = cache.UpstreamOf(backend, [&] {
       json spec = {{"service", {{"name", backend.name}, {"port", backend.port}}}};
