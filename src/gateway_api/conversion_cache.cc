@@ -4,13 +4,10 @@
 
 namespace holdfast::gateway_api {
 
-std::optional<ConversionCache::Frame> ConversionCache::FrameOf(const GatewayApiInput& input) {
-  Frame frame;
-  frame.classes = input.classes;
-  for (const Gateway& gateway : input.gateways) {
-    if (gateway.meta.resource_version.empty()) return std::nullopt;
-    frame.gateways.push_back(gateway.meta);
-  }
+ConversionCache::Frame ConversionCache::FrameOf(const GatewayApiInput& input) {
+  Frame frame{input.classes, input.gateways};
+  for (GatewayClass& c : frame.classes) c.meta.resource_version.clear();
+  for (Gateway& gateway : frame.gateways) gateway.meta.resource_version.clear();
   frame.namespace_labels = input.namespace_labels;
   frame.secrets = input.secrets;
   return frame;
@@ -48,10 +45,10 @@ std::set<ServiceKey> ConversionCache::Changed(const ServicePorts& before,
 
 RoutePlacements::Changes ConversionCache::Begin(const GatewayApiInput& input) {
   ServicePorts ports = PortsOf(input);
-  std::optional<Frame> frame = FrameOf(input);
+  Frame frame = FrameOf(input);
   RoutePlacements::Changes changes;
   changes.grants = grants_ != input.grants;
-  changes.frame = changes.grants || !frame || !frame_ || !(*frame == *frame_);
+  changes.frame = changes.grants || !frame_ || !(frame == *frame_);
   grants_ = input.grants;
   changes.services = Changed(service_ports_, ports);
   service_ports_ = std::move(ports);

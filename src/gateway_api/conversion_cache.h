@@ -81,17 +81,18 @@ class ConversionCache {
     bool decoded = false;
   };
   using ServicePorts = std::map<ServiceKey, std::vector<uint32_t>>;
-  // What converting a route reads of the input besides the route and the
-  // Services. Gateways are compared by resourceVersion: the API server's
-  // promise that the content is the same.
+  // What converting a route reads of the input besides the route, the
+  // Services and the ReferenceGrants. Classes and Gateways are compared
+  // without their resourceVersion: holdfast's own status writes give them
+  // a new one, and placing every route again for that cost 0.2 s.
   struct Frame {
     std::vector<GatewayClass> classes;
-    std::vector<Meta> gateways;
+    std::vector<Gateway> gateways;
     std::map<std::string, std::map<std::string, std::string>> namespace_labels;
     std::map<ServiceKey, TlsSecret> secrets;
     bool operator==(const Frame&) const = default;
   };
-  static std::optional<Frame> FrameOf(const GatewayApiInput& input);
+  static Frame FrameOf(const GatewayApiInput& input);
   static ServicePorts PortsOf(const GatewayApiInput& input);
   static std::set<ServiceKey> Changed(const ServicePorts& before, const ServicePorts& after);
 
@@ -99,7 +100,7 @@ class ConversionCache {
   ServicePorts service_ports_;
   // Read by listeners (certificates) and rules (backendRefs).
   std::optional<std::vector<ReferenceGrant>> grants_;
-  std::optional<Frame> frame_;  // none: not known to be the same as any
+  std::optional<Frame> frame_;  // none before the first conversion
   RoutePlacements placements_;
   absl::flat_hash_map<std::string, Entry<EmittedGateway>> gateways_;
   std::map<BackendService, Entry<DecodedUpstream>> upstreams_;

@@ -53,10 +53,12 @@ struct LabelSelector {
     std::string key;
     std::string op;  // In, NotIn, Exists, DoesNotExist
     std::vector<std::string> values;
+    bool operator==(const Expression&) const = default;
   };
   std::map<std::string, std::string> match_labels;
   std::vector<Expression> match_expressions;
   bool Matches(const std::map<std::string, std::string>& labels) const;
+  bool operator==(const LabelSelector&) const = default;
 };
 
 struct SecretRef {
@@ -64,6 +66,7 @@ struct SecretRef {
   std::string kind = "Secret";
   std::string ns;  // "" : the referrer's
   std::string name;
+  bool operator==(const SecretRef&) const = default;
 };
 
 struct Listener {
@@ -78,6 +81,7 @@ struct Listener {
   LabelSelector selector;
   std::vector<GroupKind> kinds;  // empty: every kind the protocol allows
   std::string path;              // "spec.listeners[i]"
+  bool operator==(const Listener&) const = default;
 };
 
 struct Gateway {
@@ -86,6 +90,7 @@ struct Gateway {
   std::vector<Listener> listeners;
   bool has_addresses = false;  // spec.addresses: holdfast cannot assign them
   FieldErrors errors;
+  bool operator==(const Gateway&) const = default;
 };
 
 struct ParentRef {
@@ -96,6 +101,7 @@ struct ParentRef {
   std::string section_name;
   uint32_t port = 0;   // 0: any
   nlohmann::json raw;  // as written, for status.parents[].parentRef
+  bool operator==(const ParentRef&) const = default;
 };
 
 struct BackendRef {
@@ -106,6 +112,7 @@ struct BackendRef {
   uint32_t port = 0;
   uint32_t weight = 1;
   std::string path;  // field path in the route
+  bool operator==(const BackendRef&) const = default;
 };
 
 // A string match of the Gateway API: type Exact or RegularExpression (or,
@@ -114,17 +121,20 @@ struct ValueMatch {
   std::string type = "Exact";
   std::string name;  // header or query parameter name
   std::string value;
+  bool operator==(const ValueMatch&) const = default;
 };
 
 struct HeaderModifier {
   std::vector<std::pair<std::string, std::string>> set;
   std::vector<std::pair<std::string, std::string>> add;
   std::vector<std::string> remove;
+  bool operator==(const HeaderModifier&) const = default;
 };
 
 struct PathModifier {
   std::string type;  // ReplaceFullPath | ReplacePrefixMatch
   std::string value;
+  bool operator==(const PathModifier&) const = default;
 };
 
 struct Cors {
@@ -134,6 +144,7 @@ struct Cors {
   std::vector<std::string> expose_headers;
   bool allow_credentials = false;
   uint32_t max_age = 5;  // seconds, the API's default
+  bool operator==(const Cors&) const = default;
 };
 
 struct Filter {
@@ -151,6 +162,7 @@ struct Filter {
   uint32_t mirror_numerator = 100;
   uint32_t mirror_denominator = 100;
   std::string path_in_route;  // "spec.rules[i].filters[j]"
+  bool operator==(const Filter&) const = default;
 };
 
 // One match of an HTTPRoute or GRPCRoute rule.
@@ -163,6 +175,7 @@ struct RouteMatch {
   std::string grpc_type = "Exact";
   std::string grpc_service;
   std::string grpc_method;
+  bool operator==(const RouteMatch&) const = default;
 };
 
 struct RouteRule {
@@ -175,6 +188,7 @@ struct RouteRule {
   // a backendRef's filters), if any: the rule is then not served.
   std::string unsupported_field;
   std::string path;  // "spec.rules[i]"
+  bool operator==(const RouteRule&) const = default;
 };
 
 // An HTTPRoute or a GRPCRoute.
@@ -188,6 +202,7 @@ struct Route {
   bool grpc() const;
   ObjectKey key() const { return {kind, meta.ns, meta.name}; }
   std::string short_kind() const { return grpc() ? "GRPCRoute" : "HTTPRoute"; }
+  bool operator==(const Route&) const = default;
 };
 
 struct ReferenceGrant {

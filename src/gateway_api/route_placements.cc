@@ -10,12 +10,14 @@ std::string RoutePlacements::KeyOf(const Route& route) {
   return absl::StrCat(route.kind, "/", route.meta.ns, "/", route.meta.name);
 }
 
-bool RoutePlacements::SameVersion(const Route& a, const Route& b) {
+// The same route, whatever its resourceVersion: holdfast's own write of a
+// route's status gives it a new one, and the route is then the same.
+bool RoutePlacements::SameRoute(const Route& a, const Route& b) {
   if (&a == &b) return true;
-  const Meta& x = a.meta;
-  const Meta& y = b.meta;
-  return !x.resource_version.empty() && x.resource_version == y.resource_version &&
-         x.generation == y.generation && x.creation_timestamp == y.creation_timestamp;
+  if (a.meta.resource_version == b.meta.resource_version) return a == b;
+  Route other = b;  // rare: a route read again
+  other.meta.resource_version = a.meta.resource_version;
+  return a == other;
 }
 
 bool RoutePlacements::ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services) {
@@ -34,13 +36,14 @@ void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& ro
     entry.seen = update;
     std::shared_ptr<const ConvertedRoute> before;
     if (!added) {
-      const bool rules_current = SameVersion(*entry.part.route, *route) && !changes.grants &&
+      const bool rules_current = SameRoute(*entry.part.route, *route) && !changes.grants &&
                                  !ReadsAny(entry.part, changes.services);
       if (rules_current && !changes.frame) continue;
       if (rules_current) before = entry.part.converted;
       TakeBack(entry.part);
     }
     entry.part = make(route, std::move(before));
+    ++parts_made_;
     Place(entry.part, entry.part.converted ? entry.part.converted->rules
                                            : std::vector<std::vector<RouteSpec>>{});
   }

@@ -115,14 +115,16 @@ class RoutePlacements {
 
   // Brings the parts to `routes`: the parts of routes gone or changed are
   // taken back, those of new or changed routes made by `make` and placed.
-  // A route is unchanged when it is the same object, or has the same
-  // version from an API server; its rules are converted again when it
+  // A route is unchanged when it is the same object or has the same
+  // content (any resourceVersion); its rules are converted again when it
   // looked up a changed Service or the grants changed, and every part is
   // made again when the frame changed.
   void Update(const std::vector<std::shared_ptr<const Route>>& routes, const Changes& changes,
               const MakePart& make);
 
   size_t routes() const { return parts_.size(); }
+  // How many parts were made, since the start.
+  uint64_t parts_made() const { return parts_made_; }
   // Every part, in no particular order.
   template <typename F>
   void ForEachPart(F f) const {
@@ -142,7 +144,7 @@ class RoutePlacements {
     uint64_t seen = 0;  // the last Update that found the route
   };
   static std::string KeyOf(const Route& route);
-  static bool SameVersion(const Route& a, const Route& b);
+  static bool SameRoute(const Route& a, const Route& b);
   static bool ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services);
   void Place(const RoutePart& part, const std::vector<std::vector<RouteSpec>>& rules);
   void TakeBack(const RoutePart& part);
@@ -154,6 +156,7 @@ class RoutePlacements {
   std::map<BackendService, int> backends_;
   std::vector<std::pair<PortKey, std::string>> touched_;  // hosts changed in this Update
   uint64_t updates_ = 0;
+  uint64_t parts_made_ = 0;
 };
 
 }  // namespace holdfast::gateway_api

@@ -13,6 +13,7 @@ struct FieldError {
   std::string message;
   SourceLocation location;
   std::string ToString() const;
+  bool operator==(const FieldError&) const = default;
 };
 
 // Collects every problem found while decoding or translating an object,
@@ -23,6 +24,7 @@ class FieldErrors {
   bool empty() const { return errors_.empty(); }
   const std::vector<FieldError>& errors() const { return errors_; }
   std::string ToString() const;
+  bool operator==(const FieldErrors&) const = default;
 
  private:
   std::vector<FieldError> errors_;

@@ -16,6 +16,7 @@ struct SourceLocation {
     if (file.empty()) return "";
     return line > 0 ? absl::StrCat(file, ":", line) : file;
   }
+  bool operator==(const SourceLocation&) const = default;
 };
 
 // Identity of a gateway object. Ordered so that every iteration over objects
