@@ -150,7 +150,10 @@ Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& s
   auto t2 = Clock::now();
   TranslationInput input;
   input.services = services;
-  for (const GatewayObject& o : conversion.objects) input.objects[o.key()] = o;
+  for (GatewayObject& o : conversion.objects) {
+    ObjectKey key = o.key();
+    input.objects[std::move(key)] = std::move(o);  // as KubeConfigSource does
+  }
   TranslationOutput out = translator.Translate(input);
   auto t3 = Clock::now();
   s.resources = out.resources.size();

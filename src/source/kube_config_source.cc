@@ -247,7 +247,12 @@ gateway_api::Conversion KubeConfigSource::AddGatewayApi(TranslationInput* input)
   }
   gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(
       GatewayApiInputOf(objects, input->services, &gateway_api_routes_), gateway_api_cache_);
-  for (const GatewayObject& object : conversion.objects) input->objects[object.key()] = object;
+  // Moved: the conversion kept for statuses() reads its sources and statuses.
+  for (GatewayObject& object : conversion.objects) {
+    ObjectKey key = object.key();
+    input->objects[std::move(key)] = std::move(object);
+  }
+  conversion.objects.clear();
   return conversion;
 }
 

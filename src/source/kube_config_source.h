@@ -153,6 +153,7 @@ class KubeConfigSource : public ConfigSource {
 
   std::function<void(const gateway_api::GatewayApiStatuses&)> gateway_api_listener_;
   mutable absl::Mutex gateway_api_mu_;
+  // Its sources and statuses (its objects moved into the translation's input).
   gateway_api::Conversion conversion_ ABSL_GUARDED_BY(gateway_api_mu_);
   gateway_api::GatewayApiStatuses gateway_api_statuses_ ABSL_GUARDED_BY(gateway_api_mu_);
 };
