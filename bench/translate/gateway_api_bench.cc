@@ -2,10 +2,11 @@
 // with its own hostname and R rules of two matches, attached to one Gateway
 // whose HTTP listener serves them, with S Services behind them. Runs what
 // the Kubernetes source runs on every change (KubeConfigSource::
-// ApplyIfChanged, Services already discovered): read every Gateway API
-// object from its JSON, convert to holdfast objects, translate, build the
-// snapshot, settle the statuses. Measures each stage of the first run,
-// resident memory, and the time to publish a change to one HTTPRoute.
+// ApplyIfChanged): discover the Services from their EndpointSlices, read
+// every Gateway API object from its JSON, convert to holdfast objects,
+// translate, build the snapshot, settle the statuses. Measures each stage
+// of the first run, resident memory, and the time to publish a change to
+// one HTTPRoute, a Service, an endpoint and the Gateway.
 // Prints one markdown table row per figure.
 //
 //   gateway_api_bench [--routes 10000] [--rules 5] [--services 5000] [--changes 10]
@@ -24,6 +25,7 @@
 #include "src/gateway_api/status.h"
 #include "src/snapshot/snapshot.h"
 #include "src/source/kube_gateway_api.h"
+#include "src/source/kube_service_discovery.h"
 #include "src/translate/translator.h"
 
 namespace holdfast {
@@ -120,78 +122,133 @@ json HttpRoute(int i, int rules, int services, int generation) {
             {"rules", out}}}};
 }
 
-DiscoveredServices Services(int services) {
-  DiscoveredServices out;
-  for (int s = 0; s < services; ++s) {
-    out[ServiceKey{Namespace(s, services), absl::StrCat("svc-", s)}].ports.push_back(
-        DiscoveredServicePort{
-            "http", 80, "", {{absl::StrCat("192.0.2.", s % 250 + 1), 8080, "", false}}});
-  }
-  return out;
+json ServiceJson(const std::string& ns, const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Meta(ns, name, 1)},
+          {"spec", {{"ports", {{{"name", "http"}, {"port", 80}, {"protocol", "TCP"}}}}}}};
 }
 
+// One slice per Service, one ready endpoint.
+json SliceJson(const std::string& ns, const std::string& service, int s) {
+  json meta = Meta(ns, service + "-abcde", 1);
+  meta["labels"] = {{"kubernetes.io/service-name", service}};
+  return {{"apiVersion", "discovery.k8s.io/v1"},
+          {"kind", "EndpointSlice"},
+          {"metadata", meta},
+          {"addressType", "IPv4"},
+          {"ports", {{{"name", "http"}, {"port", 8080}, {"protocol", "TCP"}}}},
+          {"endpoints",
+           {{{"addresses", {absl::StrCat("192.0.2.", s % 250 + 1)}},
+             {"conditions", {{"ready", true}}}}}}};
+}
+
+// What the API server holds, as the reflectors keep it.
+struct Cluster {
+  KubeObjectsByResource gateway_api;
+  KubeObjects services;
+  KubeObjects slices;
+
+  void Put(KubeObjects& objects, json object) {
+    auto kube = Object(std::move(object));
+    objects[kube->ns + "/" + kube->name] = kube;
+  }
+  void AddService(const std::string& ns, const std::string& name, int s) {
+    Put(services, ServiceJson(ns, name));
+    Put(slices, SliceJson(ns, name, s));
+  }
+};
+
+// What KubeConfigSource keeps from one change to the next.
+struct Holdfast {
+  ParsedRoutes routes;
+  KubeServiceDiscovery discovery;
+  gateway_api::ConversionCache cache;
+  Translator translator;
+  SnapshotPtr snapshot;  // held, as the server holds what it serves
+};
+
 struct Stages {
-  double read = 0, convert = 0, translate = 0, snapshot = 0, statuses = 0;
-  size_t resources = 0, bytes = 0, problems = 0;
-  double Total() const { return read + convert + translate + snapshot + statuses; }
+  double discover = 0, read = 0, convert = 0, translate = 0, snapshot = 0, statuses = 0;
+  size_t services = 0, resources = 0, bytes = 0, problems = 0;
+  double Total() const { return discover + read + convert + translate + snapshot + statuses; }
 };
 
 bool ByTotal(const Stages& a, const Stages& b) { return a.Total() < b.Total(); }
 
 // One ApplyIfChanged: everything from the objects to the settled statuses.
-Stages Publish(const KubeObjectsByResource& objects, const DiscoveredServices& services,
-               ParsedRoutes& routes, gateway_api::ConversionCache& cache, Translator& translator,
-               SnapshotPtr& last) {
+Stages Publish(const Cluster& cluster, Holdfast& holdfast) {
   Stages s;
   auto t0 = Clock::now();
-  gateway_api::GatewayApiInput api = GatewayApiInputOf(objects, services, &routes);
-  auto t1 = Clock::now();
-  gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(api, cache);
-  auto t2 = Clock::now();
   TranslationInput input;
-  input.services = services;
+  input.services = holdfast.discovery.Discover(cluster.services, cluster.slices);
+  s.services = input.services.size();
+  auto t1 = Clock::now();
+  gateway_api::GatewayApiInput api =
+      GatewayApiInputOf(cluster.gateway_api, input.services, &holdfast.routes);
+  auto t2 = Clock::now();
+  gateway_api::Conversion conversion = gateway_api::ConvertGatewayApi(api, holdfast.cache);
+  auto t3 = Clock::now();
   for (GatewayObject& o : conversion.objects) {
     ObjectKey key = o.key();
     input.objects[std::move(key)] = std::move(o);  // as KubeConfigSource does
   }
-  TranslationOutput out = translator.Translate(input);
-  auto t3 = Clock::now();
+  TranslationOutput out = holdfast.translator.Translate(input);
+  auto t4 = Clock::now();
   s.resources = out.resources.size();
   for (const auto& r : out.resources) s.bytes += r->serialized().size();
-  auto snapshot = Snapshot::Build(std::move(out.resources), absl::Now(), {}, last.get());
-  auto t4 = Clock::now();
+  auto snapshot =
+      Snapshot::Build(std::move(out.resources), absl::Now(), {}, holdfast.snapshot.get());
+  auto t5 = Clock::now();
   if (!snapshot.ok()) {
     std::fprintf(stderr, "snapshot: %s\n", std::string(snapshot.status().message()).c_str());
     std::exit(1);
   }
-  last = *std::move(snapshot);
+  holdfast.snapshot = *std::move(snapshot);
   gateway_api::GatewayApiStatuses settled = gateway_api::SettleStatuses(conversion, out.statuses);
-  auto t5 = Clock::now();
+  auto t6 = Clock::now();
   for (const auto& [key, status] : settled) s.problems += status->problems.size();
-  s.read = Seconds(t1 - t0);
-  s.convert = Seconds(t2 - t1);
-  s.translate = Seconds(t3 - t2);
-  s.snapshot = Seconds(t4 - t3);
-  s.statuses = Seconds(t5 - t4);
+  s.discover = Seconds(t1 - t0);
+  s.read = Seconds(t2 - t1);
+  s.convert = Seconds(t3 - t2);
+  s.translate = Seconds(t4 - t3);
+  s.snapshot = Seconds(t5 - t4);
+  s.statuses = Seconds(t6 - t5);
   return s;
 }
 
+const Stages& Median(std::vector<Stages>& runs) {
+  std::sort(runs.begin(), runs.end(), ByTotal);
+  return runs[runs.size() / 2];
+}
+
+void PrintChanges(const char* what, std::vector<Stages>& runs) {
+  if (runs.empty()) return;
+  const Stages& median = Median(runs);
+  std::printf("| %s, whole publish (median of %zu) | %.3f s |\n", what, runs.size(),
+              median.Total());
+  std::printf("| same, max | %.3f s |\n", runs.back().Total());
+  std::printf(
+      "| that median: discover / read / convert / translate / build / statuses | "
+      "%.3f / %.3f / %.3f / %.3f / %.3f / %.3f s |\n",
+      median.discover, median.read, median.convert, median.translate, median.snapshot,
+      median.statuses);
+}
+
 int Run(int routes, int rules, int services, int changes) {
-  KubeObjectsByResource objects;
-  objects["gatewayclasses"]["/holdfast"] = Object(GatewayClass());
-  objects["gateways"]["infra/public"] = Object(Gateway());
+  Cluster cluster;
+  cluster.gateway_api["gatewayclasses"]["/holdfast"] = Object(GatewayClass());
+  cluster.gateway_api["gateways"]["infra/public"] = Object(Gateway());
   for (int i = 0; i < routes; ++i) {
-    auto route = Object(HttpRoute(i, rules, services, 0));
-    objects["httproutes"][route->ns + "/" + route->name] = route;
+    cluster.Put(cluster.gateway_api["httproutes"], HttpRoute(i, rules, services, 0));
   }
-  DiscoveredServices discovered = Services(services);
+  for (int s = 0; s < services; ++s) {
+    cluster.AddService(Namespace(s, services), absl::StrCat("svc-", s), s);
+  }
 
   const double rss_before = RssMb();
-  ParsedRoutes parsed;  // as KubeConfigSource keeps them
-  gateway_api::ConversionCache cache;
-  Translator translator;
-  SnapshotPtr snapshot;  // held, as the server holds what it serves
-  const Stages first = Publish(objects, discovered, parsed, cache, translator, snapshot);
+  Holdfast holdfast;
+  const Stages first = Publish(cluster, holdfast);
   const double rss_after = RssMb();
   if (first.problems != 0) {
     std::fprintf(stderr, "%zu problems in the statuses: the input is not what was meant\n",
@@ -199,32 +256,32 @@ int Run(int routes, int rules, int services, int changes) {
     return 1;
   }
 
-  std::vector<Stages> changed;
+  std::vector<Stages> route_changed;
   for (int c = 1; c <= changes; ++c) {
-    auto route = Object(HttpRoute(c * 7 % routes, rules, services, c));
-    objects["httproutes"][route->ns + "/" + route->name] = route;
-    changed.push_back(Publish(objects, discovered, parsed, cache, translator, snapshot));
+    cluster.Put(cluster.gateway_api["httproutes"], HttpRoute(c * 7 % routes, rules, services, c));
+    route_changed.push_back(Publish(cluster, holdfast));
   }
-  std::sort(changed.begin(), changed.end(), ByTotal);
   // Other events of a cluster: a Service no route names is created (a
-  // deployment elsewhere); the Gateway is written again (its annotations:
-  // a new resourceVersion, the same listeners).
-  std::vector<Stages> service_added;
+  // deployment elsewhere); an endpoint of a Service moves (a pod
+  // replaced); the Gateway is written again (a new resourceVersion, the
+  // same listeners, as after holdfast writes its status).
+  std::vector<Stages> service_added, endpoint_moved;
   for (int c = 1; c <= std::min(changes, 10); ++c) {
-    discovered[ServiceKey{"team-0", absl::StrCat("added-", c)}].ports.push_back(
-        DiscoveredServicePort{"http", 80, "", {{"192.0.2.1", 8080, "", false}}});
-    service_added.push_back(Publish(objects, discovered, parsed, cache, translator, snapshot));
+    cluster.AddService("team-0", absl::StrCat("added-", c), c);
+    service_added.push_back(Publish(cluster, holdfast));
+    const int s = c * 13 % services;
+    cluster.Put(cluster.slices, SliceJson(Namespace(s, services), absl::StrCat("svc-", s), c + 7));
+    endpoint_moved.push_back(Publish(cluster, holdfast));
   }
-  std::sort(service_added.begin(), service_added.end(), ByTotal);
-  objects["gateways"]["infra/public"] = Object(Gateway());
-  const Stages gateway_written =
-      Publish(objects, discovered, parsed, cache, translator, snapshot);
+  cluster.gateway_api["gateways"]["infra/public"] = Object(Gateway());
+  std::vector<Stages> gateway_written = {Publish(cluster, holdfast)};
 
   std::printf("| figure | value |\n|---|---|\n");
   std::printf("| objects | %d HTTPRoutes x %d rules x 2 matches, %zu Services, 1 Gateway |\n",
-              routes, rules, discovered.size());
+              routes, rules, first.services);
   std::printf("| Envoy resources | %zu (%.1f MB serialized) |\n", first.resources,
               first.bytes / 1e6);
+  std::printf("| discover Services from their EndpointSlices | %.3f s |\n", first.discover);
   std::printf("| read the Gateway API objects (JSON) | %.3f s |\n", first.read);
   std::printf("| convert to holdfast objects | %.3f s |\n", first.convert);
   std::printf("| translate | %.3f s |\n", first.translate);
@@ -232,27 +289,10 @@ int Run(int routes, int rules, int services, int changes) {
   std::printf("| settle statuses | %.3f s |\n", first.statuses);
   std::printf("| first publish, total | %.3f s |\n", first.Total());
   std::printf("| resident memory added | %.0f MB |\n", rss_after - rss_before);
-  if (!changed.empty()) {
-    const Stages& median = changed[changed.size() / 2];
-    std::printf("| one HTTPRoute changed, whole publish (median of %d) | %.3f s |\n", changes,
-                median.Total());
-    std::printf("| same, max | %.3f s |\n", changed.back().Total());
-    std::printf(
-        "| that median change: read / convert / translate / build / statuses | "
-        "%.3f / %.3f / %.3f / %.3f / %.3f s |\n",
-        median.read, median.convert, median.translate, median.snapshot, median.statuses);
-  }
-  if (!service_added.empty()) {
-    const Stages& median = service_added[service_added.size() / 2];
-    std::printf("| a Service no route names added, whole publish (median of %zu) | %.3f s |\n",
-                service_added.size(), median.Total());
-    std::printf("| that median: convert / translate | %.3f / %.3f s |\n", median.convert,
-                median.translate);
-    std::printf("| the Gateway written again (same listeners), whole publish | %.3f s |\n",
-                gateway_written.Total());
-    std::printf("| that: convert / translate | %.3f / %.3f s |\n", gateway_written.convert,
-                gateway_written.translate);
-  }
+  PrintChanges("one HTTPRoute changed", route_changed);
+  PrintChanges("a Service no route names added", service_added);
+  PrintChanges("an endpoint of a Service moved", endpoint_moved);
+  PrintChanges("the Gateway written again (same listeners)", gateway_written);
   return 0;
 }
 

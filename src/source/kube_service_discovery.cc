@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "src/common/forget_unused.h"
 #include "src/common/log.h"
 
 namespace holdfast {
@@ -39,8 +40,9 @@ bool IsTcp(const Json& port) { return Field<std::string>(port, "protocol", "TCP"
 
 DiscoveredService ServiceFrom(const Json& service) {
   DiscoveredService out;
-  const Json spec = service.value("spec", Json::object());
-  for (const Json& port : Items(spec, "ports")) {
+  auto spec = service.find("spec");
+  if (spec == service.end()) return out;
+  for (const Json& port : Items(*spec, "ports")) {
     if (!IsTcp(port)) continue;
     out.ports.push_back(DiscoveredServicePort{Field<std::string>(port, "name", ""),
                                               Field<uint32_t>(port, "port", 0),
@@ -50,9 +52,16 @@ DiscoveredService ServiceFrom(const Json& service) {
   return out;
 }
 
+const Json& Member(const Json& object, const char* name) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(name);
+  return it == object.end() ? kNull : *it;
+}
+
 // Whether and how an endpoint of a slice is used (see the class comment).
 std::optional<bool> Draining(const Json& endpoint) {
-  const Json conditions = endpoint.value("conditions", Json::object());
+  const Json& conditions = Member(endpoint, "conditions");
   if (Field<bool>(conditions, "ready", true)) return false;
   if (Field<bool>(conditions, "serving", true) && Field<bool>(conditions, "terminating", false)) {
     return true;
@@ -68,25 +77,61 @@ void AddEndpoint(ServiceEndpoint endpoint, EndpointSet* set) {
   if (!inserted && it->second.draining && !endpoint.draining) it->second = std::move(endpoint);
 }
 
+}  // namespace
+
+template <typename T, typename Parse>
+const T& KubeServiceDiscovery::ReadOnce(absl::flat_hash_map<std::string, Read<T>>& read,
+                                        const std::string& name,
+                                        const std::shared_ptr<const KubeObject>& object,
+                                        Parse parse) {
+  Read<T>& entry = read[name];
+  if (entry.source != object) {
+    entry = {object, parse(object->object), true};
+    ++objects_read_;
+  }
+  entry.used = true;
+  return entry.value;
+}
+
+namespace {
+
 // Adds the endpoints of one slice to the sets of its Service's ports.
-void AddSlice(const Json& slice, const DiscoveredService& service, std::vector<EndpointSet>* sets) {
-  for (const Json& slice_port : Items(slice, "ports")) {
-    const uint32_t target = Field<uint32_t>(slice_port, "port", 0);
-    if (!IsTcp(slice_port) || target == 0) continue;
-    const std::string name = Field<std::string>(slice_port, "name", "");
+template <typename Slice>
+void AddSlice(const Slice& slice, const DiscoveredService& service,
+              std::vector<EndpointSet>* sets) {
+  for (const auto& [name, target] : slice.ports) {
     for (size_t i = 0; i < service.ports.size(); ++i) {
       if (service.ports[i].name != name) continue;
-      for (const Json& endpoint : Items(slice, "endpoints")) {
-        std::optional<bool> draining = Draining(endpoint);
-        if (!draining.has_value()) continue;
-        const std::string zone = Field<std::string>(endpoint, "zone", "");
-        for (const Json& address : Items(endpoint, "addresses")) {
-          if (!address.is_string()) continue;
-          AddEndpoint({address.get<std::string>(), target, zone, *draining}, &(*sets)[i]);
-        }
+      for (const auto& endpoint : slice.endpoints) {
+        AddEndpoint({endpoint.address, target, endpoint.zone, endpoint.draining}, &(*sets)[i]);
       }
     }
   }
+}
+
+// What the join reads of a slice: its Service, address type, TCP ports and
+// the endpoints used, one per address.
+template <typename Slice>
+Slice SliceFrom(const std::string& ns, const Json& object) {
+  Slice out;
+  const Json& labels = Member(Member(object, "metadata"), "labels");
+  out.service = ServiceKey{ns, Field<std::string>(labels, "kubernetes.io/service-name", "")};
+  out.address_type = Field<std::string>(object, "addressType", "");
+  for (const Json& port : Items(object, "ports")) {
+    const uint32_t target = Field<uint32_t>(port, "port", 0);
+    if (!IsTcp(port) || target == 0) continue;
+    out.ports.emplace_back(Field<std::string>(port, "name", ""), target);
+  }
+  for (const Json& endpoint : Items(object, "endpoints")) {
+    std::optional<bool> draining = Draining(endpoint);
+    if (!draining.has_value()) continue;
+    const std::string zone = Field<std::string>(endpoint, "zone", "");
+    for (const Json& address : Items(endpoint, "addresses")) {
+      if (!address.is_string()) continue;
+      out.endpoints.push_back({address.get<std::string>(), zone, *draining});
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -101,28 +146,29 @@ DiscoveredServices KubeServiceDiscovery::Discover(const KubeObjects& services,
                                                   const KubeObjects& slices) {
   DiscoveredServices out;
   for (const auto& [name, object] : services) {
-    out.emplace(ServiceKey{object->ns, object->name}, ServiceFrom(object->object));
+    out.emplace(ServiceKey{object->ns, object->name},
+                ReadOnce(services_, name, object, ServiceFrom));
   }
   std::map<ServiceKey, std::vector<EndpointSet>> endpoints;
   for (const auto& [name, object] : slices) {
-    const Json labels =
-        object->object.value("metadata", Json::object()).value("labels", Json::object());
-    const ServiceKey key{object->ns, Field<std::string>(labels, "kubernetes.io/service-name", "")};
-    auto service = out.find(key);
+    const Slice& slice = ReadOnce(slices_, name, object, [&](const Json& json) {
+      return SliceFrom<Slice>(object->ns, json);
+    });
+    auto service = out.find(slice.service);
     if (service == out.end()) continue;
-    const std::string type = Field<std::string>(object->object, "addressType", "");
+    const std::string& type = slice.address_type;
     if (type != "IPv4" && type != "IPv6") {
       if (skipped_logged_.insert(name).second) {
         LogInfo(
             "EndpointSlice %s of Service %s/%s skipped: addressType %s (only IPv4 and IPv6 "
             "endpoints are served)",
-            name, key.ns, key.name, type);
+            name, slice.service.ns, slice.service.name, type);
       }
       continue;
     }
-    auto [sets, fresh] = endpoints.try_emplace(key);
+    auto [sets, fresh] = endpoints.try_emplace(slice.service);
     if (fresh) sets->second.resize(service->second.ports.size());
-    AddSlice(object->object, service->second, &sets->second);
+    AddSlice(slice, service->second, &sets->second);
   }
   for (auto& [key, sets] : endpoints) {
     std::vector<DiscoveredServicePort>& ports = out.at(key).ports;
@@ -130,6 +176,8 @@ DiscoveredServices KubeServiceDiscovery::Discover(const KubeObjects& services,
       for (auto& [where, endpoint] : sets[i]) ports[i].endpoints.push_back(std::move(endpoint));
     }
   }
+  ForgetUnused(services_);
+  ForgetUnused(slices_);
   return out;
 }
 

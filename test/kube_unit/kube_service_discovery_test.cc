@@ -116,5 +116,41 @@ TEST(KubeServiceDiscoveryTest, ServiceWithoutSlicesHasPortsWithoutEndpoints) {
             (DiscoveredService{{DiscoveredServicePort{"http", 80, "", {}}}}));
 }
 
+// Objects are read once while they are the same objects: a change reads
+// the changed ones, and the result is a fresh discovery's.
+TEST(KubeServiceDiscoveryTest, ReadsOnlyChangedObjectsAndJoinsAsAFreshOne) {
+  KubeObjects services{Object("shop", "web", Service(kWebPorts)),
+                       Object("shop", "api", Service({{{"name", "http"}, {"port", 80}}}))};
+  Json ports = Json::array({{{"name", "http"}, {"port", 8080}}});
+  KubeObjects slices{
+      Object("shop", "web-1", Slice("web", "IPv4", kSlicePorts, {Endpoint({"10.0.0.1"}, {})})),
+      Object("shop", "api-1", Slice("api", "IPv4", ports, {Endpoint({"10.0.1.1"}, {})}))};
+  KubeServiceDiscovery discovery;
+  auto fresh = [&] { return KubeServiceDiscovery().Discover(services, slices); };
+  EXPECT_EQ(discovery.Discover(services, slices), fresh());
+  EXPECT_EQ(discovery.objects_read(), 4u);
+  EXPECT_EQ(discovery.Discover(services, slices), fresh());
+  EXPECT_EQ(discovery.objects_read(), 4u) << "nothing changed: nothing read";
+
+  // A slice changed, one added, a Service's ports changed: those are read.
+  slices["shop/web-1"] =
+      Object("shop", "web-1", Slice("web", "IPv4", kSlicePorts, {Endpoint({"10.0.0.9"}, {})}))
+          .second;
+  slices.insert(Object("shop", "api-2", Slice("api", "IPv4", ports, {Endpoint({"10.0.1.2"}, {})})));
+  services["shop/api"] = Object("shop", "api", Service({{{"name", "http"}, {"port", 81}}})).second;
+  const DiscoveredServices changed = discovery.Discover(services, slices);
+  EXPECT_EQ(changed, fresh());
+  EXPECT_EQ(discovery.objects_read(), 7u);
+  EXPECT_EQ(changed.at({"shop", "api"}).ports.at(0).port, 81u);
+  EXPECT_EQ(changed.at({"shop", "api"}).ports.at(0).endpoints.size(), 2u);
+  EXPECT_EQ(changed.at({"shop", "web"}).ports.at(0).endpoints.at(0).address, "10.0.0.9");
+
+  // A slice gone: its endpoints go, nothing is read.
+  slices.erase("shop/api-2");
+  EXPECT_EQ(discovery.Discover(services, slices).at({"shop", "api"}).ports.at(0).endpoints.size(),
+            1u);
+  EXPECT_EQ(discovery.objects_read(), 7u);
+}
+
 }  // namespace
 }  // namespace holdfast
