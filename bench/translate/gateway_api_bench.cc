@@ -205,7 +205,8 @@ Stages Publish(const Cluster& cluster, Holdfast& holdfast) {
     std::exit(1);
   }
   holdfast.snapshot = *std::move(snapshot);
-  gateway_api::GatewayApiStatuses settled = gateway_api::SettleStatuses(conversion, out.statuses);
+  gateway_api::GatewayApiStatuses settled = gateway_api::SettleStatuses(
+      std::move(conversion.statuses), conversion.made_from, out.statuses);
   auto t6 = Clock::now();
   for (const auto& [key, status] : settled) s.problems += status->problems.size();
   s.discover = Seconds(t1 - t0);

@@ -167,13 +167,17 @@ ObjectStatus DebugStatus(const GatewayApiStatus& status) {
 
 }  // namespace
 
-GatewayApiStatuses SettleStatuses(const Conversion& conversion, const StatusMap& translated) {
-  GatewayApiStatuses out = conversion.statuses;
-  for (const auto& [key, shared] : conversion.statuses) {
-    if (key.kind != kGatewayKind) continue;
-    GatewayApiStatus& status = out.Mutable(key);
+GatewayApiStatuses SettleStatuses(GatewayApiStatuses statuses,
+                                  const std::map<ObjectKey, std::vector<ObjectKey>>& made_from,
+                                  const StatusMap& translated) {
+  std::vector<ObjectKey> gateways;
+  for (const auto& [key, status] : statuses) {
+    if (key.kind == kGatewayKind) gateways.push_back(key);
+  }
+  for (const ObjectKey& key : gateways) {
+    GatewayApiStatus& status = statuses.Mutable(key);
     std::vector<const ObjectKey*> made;
-    for (const auto& [synthesized, sources] : conversion.made_from) {
+    for (const auto& [synthesized, sources] : made_from) {
       if (synthesized.kind != kind::kGateway) continue;
       for (const ObjectKey& source : sources) {
         if (source == key) made.push_back(&synthesized);
@@ -181,7 +185,7 @@ GatewayApiStatuses SettleStatuses(const Conversion& conversion, const StatusMap&
     }
     SetProgrammed(status, translated, made);
   }
-  return out;
+  return statuses;
 }
 
 StatusMap DebugStatuses(const GatewayApiStatuses& statuses, const Conversion& conversion,

@@ -210,7 +210,8 @@ void KubeConfigSource::ApplyIfChanged() {
   gateway_api::Conversion conversion = AddGatewayApi(&input);
   (void)pipeline_.Apply(input, {});
   gateway_api::GatewayApiStatuses settled =
-      gateway_api::SettleStatuses(conversion, *pipeline_.shared_statuses());
+      gateway_api::SettleStatuses(std::move(conversion.statuses), conversion.made_from,
+                                  *pipeline_.shared_statuses());
   if (gateway_api_listener_) gateway_api_listener_(settled);
   {
     absl::MutexLock lock(&gateway_api_mu_);

@@ -153,7 +153,8 @@ class KubeConfigSource : public ConfigSource {
 
   std::function<void(const gateway_api::GatewayApiStatuses&)> gateway_api_listener_;
   mutable absl::Mutex gateway_api_mu_;
-  // Its sources and statuses (its objects moved into the translation's input).
+  // Its sources (its objects moved into the translation's input, its
+  // statuses settled into gateway_api_statuses_).
   gateway_api::Conversion conversion_ ABSL_GUARDED_BY(gateway_api_mu_);
   gateway_api::GatewayApiStatuses gateway_api_statuses_ ABSL_GUARDED_BY(gateway_api_mu_);
 };

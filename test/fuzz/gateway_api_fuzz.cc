@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const holdfast::gateway_api::Conversion conversion =
       holdfast::gateway_api::ConvertGatewayApi(holdfast::GatewayApiInputOf(objects, {}));
   const holdfast::gateway_api::GatewayApiStatuses statuses =
-      holdfast::gateway_api::SettleStatuses(conversion, {});
+      holdfast::gateway_api::SettleStatuses(conversion.statuses, conversion.made_from, {});
   for (const auto& [key, status] : statuses) {
     (void)holdfast::gateway_api::GatewayApiStatusJson(*status, nlohmann::json::object(),
                                                       absl::UnixEpoch());

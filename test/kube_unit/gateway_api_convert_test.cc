@@ -41,7 +41,7 @@ class GatewayApiConvertTest : public ::testing::Test {
     for (const GatewayObject& o : conversion_.objects) translation.objects[o.key()] = o;
     translation.services = input_.services;
     output_ = translator_.Translate(translation);
-    statuses_ = SettleStatuses(conversion_, output_.statuses);
+    statuses_ = SettleStatuses(conversion_.statuses, conversion_.made_from, output_.statuses);
     debug_ = DebugStatuses(statuses_, conversion_, output_.statuses);
   }
   const GatewayObject* Object(const std::string& kind, const std::string& ns,
