@@ -236,6 +236,22 @@ void PrintChanges(const char* what, std::vector<Stages>& runs) {
       median.statuses);
 }
 
+void PrintFirst(int routes, int rules, const Stages& first, double rss_added_mb) {
+  std::printf("| figure | value |\n|---|---|\n");
+  std::printf("| objects | %d HTTPRoutes x %d rules x 2 matches, %zu Services, 1 Gateway |\n",
+              routes, rules, first.services);
+  std::printf("| Envoy resources | %zu (%.1f MB serialized) |\n", first.resources,
+              first.bytes / 1e6);
+  std::printf("| discover Services from their EndpointSlices | %.3f s |\n", first.discover);
+  std::printf("| read the Gateway API objects (JSON) | %.3f s |\n", first.read);
+  std::printf("| convert to holdfast objects | %.3f s |\n", first.convert);
+  std::printf("| translate | %.3f s |\n", first.translate);
+  std::printf("| snapshot build | %.3f s |\n", first.snapshot);
+  std::printf("| settle statuses | %.3f s |\n", first.statuses);
+  std::printf("| first publish, total | %.3f s |\n", first.Total());
+  std::printf("| resident memory added | %.0f MB |\n", rss_added_mb);
+}
+
 int Run(int routes, int rules, int services, int changes) {
   Cluster cluster;
   cluster.gateway_api["gatewayclasses"]["/holdfast"] = Object(GatewayClass());
@@ -277,19 +293,7 @@ int Run(int routes, int rules, int services, int changes) {
   cluster.gateway_api["gateways"]["infra/public"] = Object(Gateway());
   std::vector<Stages> gateway_written = {Publish(cluster, holdfast)};
 
-  std::printf("| figure | value |\n|---|---|\n");
-  std::printf("| objects | %d HTTPRoutes x %d rules x 2 matches, %zu Services, 1 Gateway |\n",
-              routes, rules, first.services);
-  std::printf("| Envoy resources | %zu (%.1f MB serialized) |\n", first.resources,
-              first.bytes / 1e6);
-  std::printf("| discover Services from their EndpointSlices | %.3f s |\n", first.discover);
-  std::printf("| read the Gateway API objects (JSON) | %.3f s |\n", first.read);
-  std::printf("| convert to holdfast objects | %.3f s |\n", first.convert);
-  std::printf("| translate | %.3f s |\n", first.translate);
-  std::printf("| snapshot build | %.3f s |\n", first.snapshot);
-  std::printf("| settle statuses | %.3f s |\n", first.statuses);
-  std::printf("| first publish, total | %.3f s |\n", first.Total());
-  std::printf("| resident memory added | %.0f MB |\n", rss_after - rss_before);
+  PrintFirst(routes, rules, first, rss_after - rss_before);
   PrintChanges("one HTTPRoute changed", route_changed);
   PrintChanges("a Service no route names added", service_added);
   PrintChanges("an endpoint of a Service moved", endpoint_moved);
