@@ -38,7 +38,10 @@ void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& ro
     if (!added) {
       const bool rules_current = SameRoute(*entry.part.route, *route) && !changes.grants &&
                                  !ReadsAny(entry.part, changes.services);
-      if (rules_current && !changes.frame) continue;
+      if (rules_current && !changes.frame) {
+        if (entry.part.route != route) Rebase(entry.part, route);
+        continue;
+      }
       if (rules_current) before = entry.part.converted;
       TakeBack(entry.part);
     }
@@ -75,6 +78,18 @@ void RoutePlacements::Place(const RoutePart& part,
   }
   for (size_t listener : part.listeners) ++attached_[listener];
   for (const BackendService& backend : part.backends) ++backends_[backend];
+}
+
+// Holds the route read again in place of the equal one placed, so that the
+// older object is freed (every route is read again after holdfast writes
+// its status: holding both doubled the routes' memory).
+void RoutePlacements::Rebase(RoutePart& part, const std::shared_ptr<const Route>& route) {
+  for (const auto& [port, hostname] : part.hosts) {
+    for (PlacedRoute& placed : ports_[port].hosts[hostname].placed) {
+      if (placed.route == part.route.get()) placed.route = route.get();
+    }
+  }
+  part.route = route;
 }
 
 void RoutePlacements::TakeBack(const RoutePart& part) {

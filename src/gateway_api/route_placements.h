@@ -148,6 +148,7 @@ class RoutePlacements {
   static bool ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services);
   void Place(const RoutePart& part, const std::vector<std::vector<RouteSpec>>& rules);
   void TakeBack(const RoutePart& part);
+  void Rebase(RoutePart& part, const std::shared_ptr<const Route>& route);
   void DropEmptyHosts();
 
   absl::flat_hash_map<std::string, Entry> parts_;  // by kind/namespace/name

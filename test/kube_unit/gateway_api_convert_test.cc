@@ -657,10 +657,13 @@ TEST_F(GatewayApiConvertTest, ConversionFromTheLastIsAFreshConversion) {
   // is made and nothing is decoded.
   ConvertGatewayApi(input_, cache);
   const uint64_t made = cache.placements().parts_made();
+  ASSERT_FALSE(input_.routes.empty());
+  std::weak_ptr<const Route> read_before = input_.routes.front();
   random.ReadAgain(true);
   ExpectSameConversion(ConvertGatewayApi(input_, cache), ConvertGatewayApi(input_));
   EXPECT_EQ(cache.placements().parts_made(), made);
   EXPECT_EQ(cache.decoder().remembered(), 0u);
+  EXPECT_TRUE(read_before.expired()) << "the cache holds the routes read again, not both";
 }
 
 TEST_F(GatewayApiConvertTest, CacheKeepsRoutesWhileThemAndTheirBackendsAreTheSame) {
