@@ -150,7 +150,9 @@ DiscoveredServices KubeServiceDiscovery::Discover(const KubeObjects& services,
                 ReadOnce(services_, name, object, ServiceFrom));
   }
   std::map<ServiceKey, std::vector<EndpointSet>> endpoints;
-  for (const auto& [name, object] : slices) {
+  for (const auto& entry : slices) {
+    const std::string& name = entry.first;
+    const std::shared_ptr<const KubeObject>& object = entry.second;  // captured below
     const Slice& slice = ReadOnce(slices_, name, object, [&](const Json& json) {
       return SliceFrom<Slice>(object->ns, json);
     });
