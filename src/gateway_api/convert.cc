@@ -133,6 +133,8 @@ ConvertedRoute ConvertRules(const Route& route, const GatewayApiInput& input,
   }
   std::sort(out.services.begin(), out.services.end());
   out.services.erase(std::unique(out.services.begin(), out.services.end()), out.services.end());
+  std::sort(out.backends.begin(), out.backends.end());
+  out.backends.erase(std::unique(out.backends.begin(), out.backends.end()), out.backends.end());
   return out;
 }
 
@@ -209,9 +211,6 @@ RoutePart MakeRoutePart(const std::shared_ptr<const Route>& shared, const Served
   for (size_t i = 0; i < parents.size(); ++i) {
     parents[i].accepted = *FindCondition(status.parents[i].conditions, "Accepted");
   }
-  const std::set<BackendService> backends(part.converted->backends.begin(),
-                                          part.converted->backends.end());
-  part.backends.assign(backends.begin(), backends.end());
   AddAttachments(parents, served, part);
   return part;
 }

@@ -47,8 +47,7 @@ void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& ro
     }
     entry.part = make(route, std::move(before));
     ++parts_made_;
-    Place(entry.part, entry.part.converted ? entry.part.converted->rules
-                                           : std::vector<std::vector<RouteSpec>>{});
+    Place(entry.part);
   }
   for (auto it = parts_.begin(); it != parts_.end();) {
     if (it->second.seen == update) {
@@ -61,8 +60,10 @@ void RoutePlacements::Update(const std::vector<std::shared_ptr<const Route>>& ro
   DropEmptyHosts();
 }
 
-void RoutePlacements::Place(const RoutePart& part,
-                            const std::vector<std::vector<RouteSpec>>& rules) {
+void RoutePlacements::Place(const RoutePart& part) {
+  static const ConvertedRoute kNone;
+  const ConvertedRoute& converted = part.converted ? *part.converted : kNone;
+  const auto& rules = converted.rules;
   const Route* route = part.route.get();
   for (const PortKey& port : part.ports) ports_[port].routes.insert(route->key());
   for (const auto& [port, hostname] : part.hosts) {
@@ -77,7 +78,7 @@ void RoutePlacements::Place(const RoutePart& part,
     touched_.emplace_back(port, hostname);
   }
   for (size_t listener : part.listeners) ++attached_[listener];
-  for (const BackendService& backend : part.backends) ++backends_[backend];
+  for (const BackendService& backend : converted.backends) ++backends_[backend];
 }
 
 // Holds the route read again in place of the equal one placed, so that the
@@ -105,7 +106,8 @@ void RoutePlacements::TakeBack(const RoutePart& part) {
   for (size_t listener : part.listeners) {
     if (--attached_[listener] == 0) attached_.erase(listener);
   }
-  for (const BackendService& backend : part.backends) {
+  if (part.converted == nullptr) return;
+  for (const BackendService& backend : part.converted->backends) {
     if (--backends_[backend] == 0) backends_.erase(backend);
   }
 }

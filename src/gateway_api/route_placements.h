@@ -47,8 +47,8 @@ struct ConvertedRoute {
   std::vector<FieldError> problems;
   Condition resolved;                 // ResolvedRefs
   std::optional<FieldError> dropped;  // the first rule dropped
-  std::vector<BackendService> backends;
-  std::vector<ServiceKey> services;  // every Service looked up, sorted
+  std::vector<BackendService> backends;  // distinct, sorted
+  std::vector<ServiceKey> services;      // every Service looked up, sorted
 };
 
 // A holdfast Gateway: one Gateway of the Gateway API on one port.
@@ -97,7 +97,6 @@ struct RoutePart {
   std::vector<PortKey> ports;     // the ports it attaches to
   // Where it places its matches: each (port, host) once.
   std::vector<std::pair<PortKey, std::string>> hosts;
-  std::vector<BackendService> backends;  // distinct
 };
 
 class RoutePlacements {
@@ -146,7 +145,7 @@ class RoutePlacements {
   static std::string KeyOf(const Route& route);
   static bool SameRoute(const Route& a, const Route& b);
   static bool ReadsAny(const RoutePart& part, const std::set<ServiceKey>& services);
-  void Place(const RoutePart& part, const std::vector<std::vector<RouteSpec>>& rules);
+  void Place(const RoutePart& part);
   void TakeBack(const RoutePart& part);
   void Rebase(RoutePart& part, const std::shared_ptr<const Route>& route);
   void DropEmptyHosts();
