@@ -125,6 +125,7 @@ struct Publisher {
       return false;
     }
     current = *std::move(next_snapshot);
+    translator.Recycle(std::move(next.statuses));  // as the server's pipeline does
     next = TranslationOutput();
     auto t2 = std::chrono::steady_clock::now();
     times.change.push_back(Seconds(t2 - t0));

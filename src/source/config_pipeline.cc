@@ -1,5 +1,6 @@
 #include "src/source/config_pipeline.h"
 
+#include <atomic>
 #include <utility>
 
 #include "src/common/log.h"
@@ -19,20 +20,29 @@ void LayOver(const StatusMap& overlay, StatusMap& statuses) {
   }
 }
 
-// Logs each object whose status is not Accepted and changed since `before`:
-// one walk over both, which are in key order.
-void LogChanged(const StatusMap& before, const StatusMap& after) {
-  auto old = before.begin();
+struct StateCounts {
+  int rejected = 0;
+  int warned = 0;
+};
+
+// Logs each object whose status is not Accepted and changed since `before`,
+// and counts the states. One walk over `after`: most are Accepted, and
+// only the others are looked up in `before`.
+StateCounts LogChanged(const StatusMap& before, const StatusMap& after) {
+  StateCounts counts;
   for (const auto& [key, status] : after) {
-    while (old != before.end() && old->first < key) ++old;
-    const bool known = old != before.end() && old->first == key;
-    const bool changed = !known || old->second.state != status.state ||
+    if (status.state == StatusState::kAccepted) continue;
+    counts.rejected += status.state == StatusState::kRejected;
+    counts.warned += status.state == StatusState::kWarning;
+    auto old = before.find(key);
+    const bool changed = old == before.end() || old->second.state != status.state ||
                          old->second.reasons.size() != status.reasons.size();
-    if (!changed || status.state == StatusState::kAccepted) continue;
+    if (!changed) continue;
     for (const FieldError& reason : status.reasons) {
       LogWarning("%s %s: %s", key.ToString(), StatusStateName(status.state), reason.ToString());
     }
   }
+  return counts;
 }
 
 }  // namespace
@@ -78,35 +88,43 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
     status.Reject("", absl::StrCat("cannot publish: ", snapshot.status().message(),
                                    "; serving the last published snapshot"));
     status.serving_last_good = true;
-    absl::MutexLock lock(&mu_);
-    statuses_ = std::make_shared<const StatusMap>(std::move(statuses));
+    Recycle(Settle(std::move(statuses)));
     return snapshot.status();
   }
 
   last_built_ = *snapshot;
-  int rejected = 0, warned = 0;
-  for (const auto& [key, status] : statuses) {  // before it is moved below
-    rejected += status.state == StatusState::kRejected;
-    warned += status.state == StatusState::kWarning;
-  }
   // Kept, not copied: the admin pages copy it when they ask.
-  auto settled = std::make_shared<const StatusMap>(std::move(statuses));
-  std::shared_ptr<const StatusMap> previous;  // freed on return, once published
-  {
-    absl::MutexLock lock(&mu_);
-    previous = std::exchange(statuses_, settled);
-  }
-  LogChanged(*previous, *settled);
-  rejected_->Set(rejected);
-  warned_->Set(warned);
+  std::shared_ptr<StatusMap> previous = Settle(std::move(statuses));
+  const StatusMap& settled = *settled_;
+  const StateCounts counts = LogChanged(*previous, settled);
+  rejected_->Set(counts.rejected);
+  warned_->Set(counts.warned);
   if ((*snapshot)->version() != published_version_) {
     published_version_ = (*snapshot)->version();
     LogInfo("config %s: publishing snapshot %s (%d resources)", name_, published_version_,
             (*snapshot)->size());
     publish_(*snapshot);
   }
-  if (listener_) listener_(*settled);
+  if (listener_) listener_(settled);
+  Recycle(std::move(previous));
   return absl::OkStatus();
+}
+
+std::shared_ptr<StatusMap> ConfigPipeline::Settle(StatusMap statuses) {
+  auto settled = std::make_shared<StatusMap>(std::move(statuses));
+  absl::MutexLock lock(&mu_);
+  statuses_ = settled;
+  return std::exchange(settled_, std::move(settled));
+}
+
+void ConfigPipeline::Recycle(std::shared_ptr<StatusMap> statuses) {
+  // Anyone else holding the map (an admin page, a listener) copies or lets
+  // go of it soon; until then it is freed by whoever lets go last. The
+  // count's load is relaxed: the fence orders the translator's writes
+  // after the last holder's reads, which its release of the map published.
+  if (statuses.use_count() != 1) return;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  translator_.Recycle(std::move(*statuses));
 }
 
 void ConfigPipeline::SetOverlay(StatusMap overlay) {

@@ -60,10 +60,18 @@ class ConfigPipeline {
   // The last snapshot built, which the next one shares unchanged types with.
   SnapshotPtr last_built_;
 
+  // The map statuses_ points to, writable: Apply's thread alone uses it,
+  // to give the map to the translator once it is replaced and unread.
+  std::shared_ptr<StatusMap> settled_ = std::make_shared<StatusMap>();
+
+  // Makes `statuses` the settled ones; returns the ones before.
+  std::shared_ptr<StatusMap> Settle(StatusMap statuses);
+  // Gives `statuses` to the translator to reuse if no one else holds them.
+  void Recycle(std::shared_ptr<StatusMap> statuses);
+
   mutable absl::Mutex mu_;
   // The last Apply's, shared with the listener it was handed to.
-  std::shared_ptr<const StatusMap> statuses_ ABSL_GUARDED_BY(mu_) =
-      std::make_shared<const StatusMap>();
+  std::shared_ptr<const StatusMap> statuses_ ABSL_GUARDED_BY(mu_) = settled_;
   StatusMap overlay_ ABSL_GUARDED_BY(mu_);
   bool overlay_pending_ ABSL_GUARDED_BY(mu_) = false;
 };

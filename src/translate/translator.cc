@@ -1,6 +1,7 @@
 #include "src/translate/translator.h"
 
 #include <algorithm>
+#include <compare>
 #include <iterator>
 #include <thread>
 
@@ -32,9 +33,9 @@ struct Translator::Pass {
   std::vector<size_t> upstreams_changed;
   DomainOwners next_owners;
   ServedServices served;  // by TranslateServices
-  // The status of each input object, in the input's order (statuses are
-  // map nodes: they stay where they are as others are added).
-  std::vector<const ObjectStatus*> input_statuses;
+  // The input objects new or changed since last accepted, with their
+  // statuses (map nodes: they stay where they are as others are added).
+  std::vector<std::pair<const GatewayObject*, const ObjectStatus*>> to_remember;
   ResourcesMadeBefore made;  // the next made_before_
 };
 
@@ -178,21 +179,12 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   output.rollouts = CollectRolloutPolicies(pass.effective, output.statuses);
   domain_owners_ = std::move(pass.next_owners);
   made_before_ = std::move(pass.made);
-  RememberAccepted(input, pass.input_statuses);
+  RememberAccepted(pass.to_remember);
   return output;
 }
 
 void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
-  pass.effective.reserve(input.objects.size());
-  pass.input_statuses.reserve(input.objects.size());
-  for (const auto& [key, object] : input.objects) {  // in key order: appended at the end
-    pass.effective.push_back(&object);
-    ObjectStatus& status =
-        pass.statuses.emplace_hint(pass.statuses.end(), key, ObjectStatus())->second;
-    status.key = key;
-    status.location = object.meta.location;
-    pass.input_statuses.push_back(&status);
-  }
+  StartInput(input, pass);
   for (const auto& [key, errors] : input.invalid) {
     ObjectStatus& status = pass.statuses[key];
     status.key = key;
@@ -204,6 +196,55 @@ void Translator::CollectEffective(const TranslationInput& input, Pass& pass) {
       status.serving_last_good = true;
     }
   }
+}
+
+// One walk over the input, the statuses recycled and what was last
+// accepted, all in key order and mostly with the same keys as last time.
+void Translator::StartInput(const TranslationInput& input, Pass& pass) {
+  StatusMap& statuses = pass.statuses;
+  statuses = std::move(spare_statuses_);
+  spare_statuses_.clear();
+  auto status = statuses.begin();
+  auto last = last_accepted_.begin();
+  pass.effective.reserve(input.objects.size());
+  for (const auto& [key, object] : input.objects) {
+    pass.effective.push_back(&object);  // in key order: appended at the end
+    status = StatusAt(statuses, status, key);
+    status->second.location = object.meta.location;
+    last = ForgetGoneBefore(last, &key, input.invalid);
+    const bool known = last != last_accepted_.end() && last->first == key;
+    if (!known || last->second.content_digest != object.content_digest) {
+      pass.to_remember.emplace_back(&object, &status->second);
+    }
+    if (known) ++last;
+    ++status;
+  }
+  statuses.erase(status, statuses.end());
+  ForgetGoneBefore(last, nullptr, input.invalid);
+}
+
+StatusMap::iterator Translator::StatusAt(StatusMap& statuses, StatusMap::iterator at,
+                                         const ObjectKey& key) {
+  auto order = std::strong_ordering::greater;
+  while (at != statuses.end() && (order = at->first <=> key) < 0) at = statuses.erase(at);
+  if (at == statuses.end() || order != 0) {
+    return statuses.emplace_hint(at, key, ObjectStatus{.key = key});
+  }
+  ObjectStatus& status = at->second;
+  std::vector<FieldError> reasons = std::move(status.reasons);
+  reasons.clear();  // its buffer is kept
+  status = ObjectStatus{.key = std::move(status.key), .reasons = std::move(reasons)};
+  if (status.key != key) status.key = key;  // an entry not made from an input object
+  return at;
+}
+
+Translator::LastAccepted::iterator Translator::ForgetGoneBefore(
+    LastAccepted::iterator at, const ObjectKey* key,
+    const std::map<ObjectKey, std::vector<FieldError>>& invalid) {
+  while (at != last_accepted_.end() && (key == nullptr || at->first < *key)) {
+    at = invalid.contains(at->first) ? std::next(at) : last_accepted_.erase(at);
+  }
+  return at;
 }
 
 const GatewayObject* Translator::LastGood(const GatewayObject& object) const {
@@ -453,37 +494,12 @@ void Translator::AddGrpcListeners(Pass& pass) {
 }
 
 // Remembers what was accepted, for when it breaks.
-void Translator::RememberAccepted(const TranslationInput& input,
-                                  const std::vector<const ObjectStatus*>& statuses) {
-  // One walk over the input and what is remembered, both in key order.
-  auto last = last_accepted_.begin();
-  auto status = statuses.begin();
-  // Drops remembered objects gone from the source; invalid ones keep theirs.
-  auto drop_until = [&](const ObjectKey* key) {
-    while (last != last_accepted_.end() && (key == nullptr || last->first < *key)) {
-      last = input.invalid.contains(last->first) ? std::next(last) : last_accepted_.erase(last);
-    }
-  };
-  auto remembered = [&](const GatewayObject& object) {
-    return last != last_accepted_.end() && IsKeyOf(last->first, object);
-  };
-  for (const auto& [key, object] : input.objects) {
-    // Mostly the same keys as last time: equal is checked first (the name
-    // first, where keys differ), the ordering only when they differ.
-    bool known = remembered(object);
-    if (!known) {
-      drop_until(&key);
-      known = remembered(object);
-    }
-    const bool accepted = (*status++)->state != StatusState::kRejected;
-    if (known) {
-      if (accepted && last->second.content_digest != object.content_digest) last->second = object;
-      ++last;
-    } else if (accepted) {
-      last_accepted_.emplace_hint(last, key, object);
-    }
+void Translator::RememberAccepted(
+    const std::vector<std::pair<const GatewayObject*, const ObjectStatus*>>& candidates) {
+  for (const auto& [object, status] : candidates) {
+    if (status->state == StatusState::kRejected) continue;
+    last_accepted_.insert_or_assign(object->key(), *object);
   }
-  drop_until(nullptr);
 }
 
 }  // namespace holdfast

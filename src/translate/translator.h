@@ -62,6 +62,11 @@ class Translator {
 
   TranslationOutput Translate(const TranslationInput& input);
 
+  // Gives back the statuses of an earlier output once no one reads them:
+  // the next translation fills their entries in place instead of
+  // allocating (and later freeing) one per object on every change.
+  void Recycle(StatusMap statuses) { spare_statuses_ = std::move(statuses); }
+
  private:
   struct UpstreamOutput {
     std::string digest;
@@ -80,9 +85,10 @@ class Translator {
   void TranslateServices(Pass& pass);
   void TranslateGateways(Pass& pass);
   void AddGrpcListeners(Pass& pass);
-  // `statuses`: each input object's, in the input's order.
-  void RememberAccepted(const TranslationInput& input,
-                        const std::vector<const ObjectStatus*>& statuses);
+  // Remembers the `candidates` (input objects new or changed since last
+  // accepted, with their statuses) that were accepted.
+  void RememberAccepted(
+      const std::vector<std::pair<const GatewayObject*, const ObjectStatus*>>& candidates);
 
   using UpstreamCache = std::map<ObjectKey, UpstreamOutput>;
   // Whether `cached` is the translation of `upstream` naming `service`.
@@ -108,9 +114,26 @@ class Translator {
   // The last accepted version of `object`, if it differs from it.
   const GatewayObject* LastGood(const GatewayObject& object) const;
 
+  using LastAccepted = std::map<ObjectKey, GatewayObject>;
+  // Takes every input object as in effect, starts its status (reusing
+  // spare_statuses_' entries),
+  // lists in `pass` the objects to remember if accepted, and forgets the
+  // remembered objects gone from the source (invalid ones keep theirs).
+  void StartInput(const TranslationInput& input, Pass& pass);
+  // The entry of `statuses` for `key`, reset (or made), at or after `at`;
+  // the entries before it are erased.
+  static StatusMap::iterator StatusAt(StatusMap& statuses, StatusMap::iterator at,
+                                      const ObjectKey& key);
+  // Forgets the remembered objects from `at` on, before `key` (all if
+  // none), that are not `invalid`; returns where it stopped.
+  LastAccepted::iterator ForgetGoneBefore(
+      LastAccepted::iterator at, const ObjectKey* key,
+      const std::map<ObjectKey, std::vector<FieldError>>& invalid);
+
   TranslatorOptions options_;
+  StatusMap spare_statuses_;  // from Recycle
   ServiceOutputs service_cache_;
-  std::map<ObjectKey, GatewayObject> last_accepted_;
+  LastAccepted last_accepted_;
   UpstreamCache upstream_cache_;
   std::vector<ObjectKey> upstreams_indexed_;  // the last index's upstreams, in key order
   // Who served each domain last time: on a conflict the incumbent keeps it.

@@ -601,6 +601,56 @@ TEST(TranslatorTest, RejectedObjectKeepsItsLastAcceptedVersion) {
   EXPECT_EQ(Find(none, type_url::kListener, "echo.test"), nullptr);
 }
 
+// The last accepted version is the latest one accepted, and an object gone
+// from the source is forgotten: back broken, it has no last good.
+TEST(TranslatorTest, LastAcceptedFollowsEachAcceptedVersionAndForgetsObjectsGone) {
+  Translator translator;
+  translator.Translate(Load(kBase));
+  const std::string v2 = Replaced(kBase, "- match: {prefix: /}\n", "- match: {prefix: /v2}\n");
+  const std::string v2_routes = Find(translator.Translate(Load(v2)), type_url::kRouteConfiguration,
+                                     "gateway/ns/gw")->version();
+  std::string broken = v2;
+  broken.replace(broken.find("upstream: b\n"), 12, "upstream: b\n    colour: red\n");
+  TranslationOutput out = translator.Translate(Load(broken));
+  EXPECT_TRUE(out.statuses.at({kind::kVirtualService, "ns", "vs"}).serving_last_good);
+  EXPECT_EQ(Find(out, type_url::kRouteConfiguration, "gateway/ns/gw")->version(), v2_routes);
+
+  std::string without_vs = kBase;
+  const size_t vs_start =
+      without_vs.find("---\napiVersion: holdfast.dev/v1\nkind: VirtualService");
+  const size_t vs_end = without_vs.find("---", vs_start + 3);
+  without_vs.erase(vs_start, vs_end - vs_start);
+  translator.Translate(Load(without_vs));
+  out = translator.Translate(Load(broken));
+  const ObjectStatus& status = out.statuses.at({kind::kVirtualService, "ns", "vs"});
+  EXPECT_EQ(status.state, StatusState::kRejected);
+  EXPECT_FALSE(status.serving_last_good);
+}
+
+// The server gives each output's statuses back (Recycle) once published:
+// the next translation's statuses are what they would be without that,
+// as objects turn bad, warn, come and go.
+TEST(TranslatorTest, RecycledStatusesAreEachTranslationsOwn) {
+  std::string broken = kBase;
+  broken.replace(broken.find("upstream: b\n"), 12, "upstream: b\n    colour: red\n");
+  const std::string base = kBase;
+  const std::string missing = Replaced(kBase, "upstream: b\n", "upstream: gone\n");
+  const std::string renamed = Replaced(kBase, "name: a,", "name: a2,");
+  Translator recycling, plain;
+  for (const std::string& yaml : {base, broken, missing, renamed, base, broken, base}) {
+    TranslationInput input = Load(yaml);
+    input.invalid[{kind::kUpstream, "ns", "bad"}] = {{"spec.hosts", "must not be empty"}};
+    TranslationOutput recycled = recycling.Translate(input);
+    TranslationOutput expected = plain.Translate(input);
+    EXPECT_EQ(Published(recycled), Published(expected));
+    for (const auto& [key, status] : recycled.statuses) {
+      EXPECT_EQ(status.key, key);
+      EXPECT_EQ(status.location, expected.statuses.at(key).location) << key.ToString();
+    }
+    recycling.Recycle(std::move(recycled.statuses));
+  }
+}
+
 TEST(TranslatorTest, BrokenReferencesAnswerClearlyAndSpareNeighbours) {
   std::string yaml = std::string(kBase) + R"(
 ---
