@@ -125,9 +125,10 @@ typename Cache::iterator StoreAt(Cache& cache, typename Cache::iterator at,
   return at;
 }
 
-// Erases every entry of `cache` but the `kept` ones (in key order).
+// Erases every entry of `cache` but the `kept` ones (distinct, in key order).
 template <typename Cache>
 void EraseAllBut(Cache& cache, const std::vector<typename Cache::iterator>& kept) {
+  if (kept.size() == cache.size()) return;  // the usual case: every one kept
   auto next_kept = kept.begin();
   for (auto it = cache.begin(); it != cache.end();) {
     if (next_kept != kept.end() && it == *next_kept) {
@@ -167,6 +168,7 @@ void ReplayWarnings(const ServiceOutput& service, StatusMap& statuses) {
 
 TranslationOutput Translator::Translate(const TranslationInput& input) {
   TranslationOutput output;
+  output.resources.reserve(resources_before_);  // mostly as many as last time
   Pass pass(input.services, output.statuses, output.resources);
   CollectEffective(input, pass);
   TranslateUpstreams(pass);
@@ -180,6 +182,7 @@ TranslationOutput Translator::Translate(const TranslationInput& input) {
   domain_owners_ = std::move(pass.next_owners);
   made_before_ = std::move(pass.made);
   RememberAccepted(pass.to_remember);
+  resources_before_ = output.resources.size();
   return output;
 }
 

@@ -132,6 +132,7 @@ class Translator {
 
   TranslatorOptions options_;
   StatusMap spare_statuses_;  // from Recycle
+  size_t resources_before_ = 0;  // how many the last translation output
   ServiceOutputs service_cache_;
   LastAccepted last_accepted_;
   UpstreamCache upstream_cache_;
