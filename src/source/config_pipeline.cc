@@ -1,6 +1,7 @@
 #include "src/source/config_pipeline.h"
 
-#include <atomic>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "src/common/log.h"
@@ -47,6 +48,11 @@ StateCounts LogChanged(const StatusMap& before, const StatusMap& after) {
 
 }  // namespace
 
+struct ConfigPipeline::SpareStatuses {
+  absl::Mutex mu;
+  std::optional<StatusMap> map ABSL_GUARDED_BY(mu);
+};
+
 ConfigPipeline::ConfigPipeline(std::string name, TranslatorOptions options, const Clock& clock,
                                MetricsRegistry* metrics, std::function<void(SnapshotPtr)> publish)
     : name_(std::move(name)),
@@ -62,10 +68,17 @@ ConfigPipeline::ConfigPipeline(std::string name, TranslatorOptions options, cons
       build_failures_(metrics->GetCounter(
           "holdfast_snapshot_build_failures_total",
           "Translations whose resources did not form a consistent snapshot (not published)")),
-      translator_(options) {}
+      translator_(options),
+      spare_(std::make_shared<SpareStatuses>()) {}
 
 absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMap& extra_statuses) {
   reloads_->Increment();
+  std::optional<StatusMap> spare;
+  {
+    absl::MutexLock lock(&spare_->mu);
+    spare = std::exchange(spare_->map, std::nullopt);
+  }
+  if (spare.has_value()) translator_.Recycle(*std::move(spare));
   TranslationOutput output = translator_.Translate(input);
   StatusMap statuses = MergeStatuses(std::move(output.statuses), extra_statuses);
   {
@@ -88,15 +101,14 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
     status.Reject("", absl::StrCat("cannot publish: ", snapshot.status().message(),
                                    "; serving the last published snapshot"));
     status.serving_last_good = true;
-    Recycle(Settle(std::move(statuses)));
+    Settle(std::move(statuses));
     return snapshot.status();
   }
 
   last_built_ = *snapshot;
   // Kept, not copied: the admin pages copy it when they ask.
-  std::shared_ptr<StatusMap> previous = Settle(std::move(statuses));
-  const StatusMap& settled = *settled_;
-  const StateCounts counts = LogChanged(*previous, settled);
+  auto [settled, previous] = Settle(std::move(statuses));
+  const StateCounts counts = LogChanged(*previous, *settled);
   rejected_->Set(counts.rejected);
   warned_->Set(counts.warned);
   if ((*snapshot)->version() != published_version_) {
@@ -105,26 +117,23 @@ absl::Status ConfigPipeline::Apply(const TranslationInput& input, const StatusMa
             (*snapshot)->size());
     publish_(*snapshot);
   }
-  if (listener_) listener_(settled);
-  Recycle(std::move(previous));
-  return absl::OkStatus();
+  if (listener_) listener_(*settled);
+  return absl::OkStatus();  // `previous` goes to spare_ unless someone holds it
 }
 
-std::shared_ptr<StatusMap> ConfigPipeline::Settle(StatusMap statuses) {
-  auto settled = std::make_shared<StatusMap>(std::move(statuses));
+std::pair<std::shared_ptr<const StatusMap>, std::shared_ptr<const StatusMap>>
+ConfigPipeline::Settle(StatusMap statuses) {
+  // The last holder's release orders its reads before the deleter, and the
+  // mutex orders the deleter before the translator's reuse.
+  auto give_back = [spare = spare_](StatusMap* map) {
+    std::unique_ptr<StatusMap> released(map);
+    std::optional<StatusMap> dropped;  // one not taken: freed outside the lock
+    absl::MutexLock lock(&spare->mu);
+    dropped = std::exchange(spare->map, std::move(*released));
+  };
+  std::shared_ptr<const StatusMap> settled(new StatusMap(std::move(statuses)), give_back);
   absl::MutexLock lock(&mu_);
-  statuses_ = settled;
-  return std::exchange(settled_, std::move(settled));
-}
-
-void ConfigPipeline::Recycle(std::shared_ptr<StatusMap> statuses) {
-  // Anyone else holding the map (an admin page, a listener) copies or lets
-  // go of it soon; until then it is freed by whoever lets go last. The
-  // count's load is relaxed: the fence orders the translator's writes
-  // after the last holder's reads, which its release of the map published.
-  if (statuses.use_count() != 1) return;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  translator_.Recycle(std::move(*statuses));
+  return {settled, std::exchange(statuses_, settled)};
 }
 
 void ConfigPipeline::SetOverlay(StatusMap overlay) {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "src/common/clock.h"
@@ -60,18 +61,20 @@ class ConfigPipeline {
   // The last snapshot built, which the next one shares unchanged types with.
   SnapshotPtr last_built_;
 
-  // The map statuses_ points to, writable: Apply's thread alone uses it,
-  // to give the map to the translator once it is replaced and unread.
-  std::shared_ptr<StatusMap> settled_ = std::make_shared<StatusMap>();
+  // A settled statuses map whose last holder let go of it (its deleter
+  // puts it here, on whichever thread), for the translator to fill again:
+  // cheaper than a new map per change. Shared with those deleters.
+  struct SpareStatuses;
+  std::shared_ptr<SpareStatuses> spare_;
 
-  // Makes `statuses` the settled ones; returns the ones before.
-  std::shared_ptr<StatusMap> Settle(StatusMap statuses);
-  // Gives `statuses` to the translator to reuse if no one else holds them.
-  void Recycle(std::shared_ptr<StatusMap> statuses);
+  // Makes `statuses` the settled ones; returns them and the ones before.
+  std::pair<std::shared_ptr<const StatusMap>, std::shared_ptr<const StatusMap>> Settle(
+      StatusMap statuses);
 
   mutable absl::Mutex mu_;
   // The last Apply's, shared with the listener it was handed to.
-  std::shared_ptr<const StatusMap> statuses_ ABSL_GUARDED_BY(mu_) = settled_;
+  std::shared_ptr<const StatusMap> statuses_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const StatusMap>();
   StatusMap overlay_ ABSL_GUARDED_BY(mu_);
   bool overlay_pending_ ABSL_GUARDED_BY(mu_) = false;
 };
