@@ -1,5 +1,6 @@
 #include "src/source/config_files.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace holdfast {
@@ -7,55 +8,14 @@ namespace holdfast {
 TranslationInput AssembleInput(const std::map<std::string, DecodedFile>& files,
                                const std::map<std::string, DecodedFile>& last_readable,
                                StatusMap* file_statuses) {
-  TranslationInput input;
-  std::map<ObjectKey, std::vector<const DecodedObject*>> definitions;
+  InputAssembler assembler;
   for (const auto& [path, file] : files) {
-    const DecodedFile* content = &file;
-    if (file.syntax_error) {
-      ObjectKey key{kFileKind, "", path};
-      ObjectStatus& status = (*file_statuses)[key];
-      status.key = key;
-      status.location = file.syntax_error->location;
-      auto last = last_readable.find(path);
-      status.Reject(
-          "",
-          absl::StrCat(file.syntax_error->message,
-                       last != last_readable.end() ? "; serving what the file held before" : ""),
-          file.syntax_error->location);
-      status.serving_last_good = last != last_readable.end();
-      if (last == last_readable.end()) continue;
-      content = &last->second;
-    }
-    for (const DecodedObject& decoded : content->objects) {
-      if (!decoded.key) {
-        // Not even a name: the problem belongs to the file.
-        ObjectKey key{kFileKind, "", path};
-        ObjectStatus& status = (*file_statuses)[key];
-        status.key = key;
-        status.location = decoded.location;
-        for (const FieldError& e : decoded.errors.errors())
-          status.Reject(e.path, e.message, e.location);
-        continue;
-      }
-      definitions[*decoded.key].push_back(&decoded);
-    }
+    auto last = last_readable.find(path);
+    assembler.SetFile(path, file, last == last_readable.end() ? nullptr : &last->second);
   }
-  for (const auto& [key, defined] : definitions) {
-    if (defined.size() > 1) {
-      std::vector<std::string> places;
-      for (const DecodedObject* d : defined) places.push_back(d->location.ToString());
-      input.invalid[key] = {
-          FieldError{"metadata.name",
-                     absl::StrCat("defined ", defined.size(), " times (",
-                                  absl::StrJoin(places, ", "), "); remove all but one"),
-                     defined.back()->location}};
-    } else if (defined.front()->object) {
-      input.objects.emplace(key, *defined.front()->object);
-    } else {
-      input.invalid[key] = defined.front()->errors.errors();
-    }
-  }
-  return input;
+  assembler.Assemble();
+  assembler.AddFileStatuses(*file_statuses);
+  return std::move(assembler).TakeInput();
 }
 
 DecodedFile ReadAndDecode(const std::string& path) {

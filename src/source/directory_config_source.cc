@@ -26,39 +26,70 @@ DirectoryListing DirectoryConfigSource::KeepUnreadable(const DirectoryListing& s
   DirectoryListing listing = scan;
   for (const auto& [dir, why] : scan.unreadable) {
     const std::string prefix = dir + "/";
-    for (auto it = applied_.files.lower_bound(prefix);
-         it != applied_.files.end() && it->first.starts_with(prefix); ++it) {
-      listing.files.insert(*it);
+    for (auto it = files_.lower_bound(prefix);
+         it != files_.end() && it->first.starts_with(prefix); ++it) {
+      listing.files.emplace(it->first, it->second.fingerprint);
     }
   }
   return listing;
 }
 
 absl::Status DirectoryConfigSource::Apply(const DirectoryListing& scanned) {
-  const DirectoryListing scan = KeepUnreadable(scanned);
-  if (applied_once_ && scan == applied_ && !pipeline_.overlay_pending()) return absl::OkStatus();
-  std::map<std::string, DecodedFile> files;
-  for (const auto& [path, fingerprint] : scan.files) {
-    auto previous = applied_.files.find(path);
-    if (previous != applied_.files.end() && previous->second == fingerprint &&
-        files_.contains(path)) {
-      files.emplace(path, files_.at(path));
-      continue;
-    }
-    files.emplace(path, ReadAndDecode(path));
-    if (!files.at(path).syntax_error) last_readable_[path] = files.at(path);
+  std::optional<DirectoryListing> kept;  // mostly none: no copy of the listing
+  if (!scanned.unreadable.empty()) kept = KeepUnreadable(scanned);
+  const DirectoryListing& scan = kept.has_value() ? *kept : scanned;
+  const bool files_changed = FollowFiles(scan.files);
+  if (applied_once_ && !files_changed && scan.unreadable == unreadable_ &&
+      scan.skipped == skipped_ && !pipeline_.overlay_pending()) {
+    return absl::OkStatus();
   }
-  for (auto it = last_readable_.begin(); it != last_readable_.end();) {
-    it = scan.files.contains(it->first) ? std::next(it) : last_readable_.erase(it);
-  }
-  files_ = std::move(files);
-  applied_ = scan;
+  unreadable_ = scan.unreadable;
+  skipped_ = scan.skipped;
   applied_once_ = true;
   StatusMap file_statuses = ListingStatuses(scan);
-  TranslationInput input = AssembleInput(files_, last_readable_, &file_statuses);
-  absl::Status applied = pipeline_.Apply(input, file_statuses);
+  assembler_.AddFileStatuses(file_statuses);
+  absl::Status applied = pipeline_.Apply(assembler_.Assemble(), file_statuses);
   read_once_ = true;
   return applied;
+}
+
+bool DirectoryConfigSource::FollowFiles(const std::map<std::string, FileFingerprint>& listed) {
+  bool changed = false;
+  auto known = files_.begin();
+  for (const auto& [path, fingerprint] : listed) {
+    for (; known != files_.end() && known->first < path; changed = true) known = Forget(known);
+    if (known == files_.end() || known->first != path) {
+      known = files_.emplace_hint(known, path, ReadFile{});
+      Read(path, fingerprint, known->second);
+      changed = true;
+    } else if (known->second.fingerprint != fingerprint) {
+      Read(path, fingerprint, known->second);
+      changed = true;
+    }
+    ++known;
+  }
+  for (; known != files_.end(); changed = true) known = Forget(known);
+  return changed;
+}
+
+DirectoryConfigSource::ReadFiles::iterator DirectoryConfigSource::Forget(
+    ReadFiles::iterator file) {
+  assembler_.RemoveFile(file->first);
+  return files_.erase(file);
+}
+
+void DirectoryConfigSource::Read(const std::string& path, const FileFingerprint& fingerprint,
+                                 ReadFile& file) {
+  DecodedFile read = ReadAndDecode(path);
+  if (!read.syntax_error) {
+    file.readable_before.reset();
+  } else if (file.read_ok) {
+    file.readable_before = std::move(file.read);
+  }  // else: unreadable again, what was readable before stays
+  file.read_ok = !read.syntax_error;
+  file.read = std::move(read);
+  file.fingerprint = fingerprint;
+  assembler_.SetFile(path, file.read, file.readable_before ? &*file.readable_before : nullptr);
 }
 
 void DirectoryConfigSource::Start() {

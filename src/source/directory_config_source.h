@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "src/source/config_source.h"
 #include "src/source/directory_follower.h"
 #include "src/source/directory_scanner.h"
+#include "src/source/input_assembler.h"
 
 namespace holdfast {
 
@@ -55,10 +57,30 @@ class DirectoryConfigSource : public ConfigSource {
   void SetStatusOverlay(StatusMap overlay) override;
 
  private:
+  // A config file as last read.
+  struct ReadFile {
+    FileFingerprint fingerprint;
+    DecodedFile read;
+    bool read_ok = false;  // whether `read` has no syntax error
+    // While `read` has a syntax error: what the file held when last
+    // readable, which stays in service.
+    std::optional<DecodedFile> readable_before;
+  };
+
   absl::Status Apply(const DirectoryListing& scan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
   // The listing to apply: `scan`, plus what was applied before under
   // directories that cannot be listed now (unknown is not gone).
   DirectoryListing KeepUnreadable(const DirectoryListing& scan) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Brings files_ and assembler_ to `listed`: reads the files new or
+  // changed, forgets the ones gone. Returns whether any was.
+  bool FollowFiles(const std::map<std::string, FileFingerprint>& listed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  using ReadFiles = std::map<std::string, ReadFile>;
+  // Forgets a file gone; returns the next.
+  ReadFiles::iterator Forget(ReadFiles::iterator file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Reads `path` into `file`, and hands it to assembler_.
+  void Read(const std::string& path, const FileFingerprint& fingerprint, ReadFile& file)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const Options options_;
@@ -67,9 +89,13 @@ class DirectoryConfigSource : public ConfigSource {
   // Applied under reload_mu_; its statuses(), SetOverlay() and
   // OnStatuses() (before Start) are safe without it.
   ConfigPipeline pipeline_;
-  DirectoryListing applied_ ABSL_GUARDED_BY(reload_mu_);
-  std::map<std::string, DecodedFile> files_ ABSL_GUARDED_BY(reload_mu_);
-  std::map<std::string, DecodedFile> last_readable_ ABSL_GUARDED_BY(reload_mu_);
+  // Changed one file at a time: a change to one file of 10,000 neither
+  // copies the others nor their objects.
+  ReadFiles files_ ABSL_GUARDED_BY(reload_mu_);
+  InputAssembler assembler_ ABSL_GUARDED_BY(reload_mu_);
+  // What the last applied listing could not look at (its statuses).
+  std::map<std::string, std::string> unreadable_ ABSL_GUARDED_BY(reload_mu_);
+  std::map<std::string, std::string> skipped_ ABSL_GUARDED_BY(reload_mu_);
   bool applied_once_ ABSL_GUARDED_BY(reload_mu_) = false;
   std::atomic<bool> read_once_{false};
 

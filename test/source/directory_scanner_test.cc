@@ -7,9 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "src/source/config_files.h"
@@ -143,6 +145,60 @@ TEST(AssembleInputTest, AnObjectDefinedTwiceIsRejectedNamingBothPlaces) {
   const std::string& message = input.invalid.at(key).front().message;
   EXPECT_TRUE(absl::StrContains(message, "a.yaml:1")) << message;
   EXPECT_TRUE(absl::StrContains(message, "b.yaml:1")) << message;
+}
+
+// What a source that follows edits publishes after each (files added,
+// rewritten, emptied, removed) is what a source reading the directory for
+// the first time publishes; a file that stops parsing serves what it held.
+TEST_F(ScanTest, EachReloadPublishesWhatAFirstReadPublishes) {
+  auto upstream = [](int file, const std::string& name, int port) {
+    return absl::StrReplaceAll(UpstreamAt(port % 250),
+                               {{"name: api", absl::StrCat("name: f", file, "-", name)}});
+  };
+  auto write = [&](int file, const std::string& text) {  // a new inode: always a change
+    const fs::path path = config() / (file == 2 ? "sub" : "") / absl::StrCat("f", file, ".yaml");
+    Write(path.string() + ".tmp", text);
+    fs::rename(path.string() + ".tmp", path);
+  };
+  auto served = [&](DirectoryConfigSource& source, std::vector<SnapshotPtr>& published) {
+    EXPECT_TRUE(source.Reload().ok());
+    std::string statuses;
+    for (const auto& [key, status] : source.statuses()) {
+      absl::StrAppend(&statuses, key.ToString(), " ", StatusStateName(status.state), "\n");
+    }
+    return absl::StrCat(published.empty() ? "none" : published.back()->version(), "\n", statuses);
+  };
+  MetricsRegistry metrics;
+  std::vector<SnapshotPtr> published;
+  DirectoryConfigSource source({.directory = config().string()}, Clock::Real(), &metrics,
+                               [&](SnapshotPtr s) { published.push_back(s); });
+  std::mt19937 random(11);
+  for (int step = 0; step < 60; ++step) {
+    const int file = random() % 3;
+    switch (random() % 6) {
+      case 0: write(file, ""); break;
+      case 1: write(file, upstream(file, "a", 80)); break;
+      case 2: write(file, upstream(file, "a", 81)); break;
+      case 3: write(file, upstream(file, "a", 80) + "---\n" + upstream(file, "b", 82)); break;
+      case 4: write(file, upstream(file, "b", 80)); break;
+      default: fs::remove(config() / (file == 2 ? "sub" : "") / absl::StrCat("f", file, ".yaml"));
+    }
+    const std::string followed = served(source, published);
+    std::vector<SnapshotPtr> fresh_published;
+    DirectoryConfigSource fresh({.directory = config().string()}, Clock::Real(), &metrics,
+                                [&](SnapshotPtr s) { fresh_published.push_back(s); });
+    ASSERT_EQ(followed, served(fresh, fresh_published)) << "at step " << step;
+    if (step % 10 != 9 || !fs::exists(config() / "f0.yaml")) continue;
+    // A syntax error: what the file held stays in service until it parses.
+    write(0, "spec: [unclosed\n");
+    const std::string before = published.back()->version();
+    served(source, published);
+    EXPECT_EQ(published.back()->version(), before) << "at step " << step;
+    const ObjectKey file_key{kFileKind, "", (config() / "f0.yaml").string()};
+    ASSERT_TRUE(source.statuses().contains(file_key));
+    EXPECT_TRUE(source.statuses().at(file_key).serving_last_good);
+    write(0, upstream(0, "b", 81));  // fixed: compared at the next step
+  }
 }
 
 TEST_F(ScanTest, SourceKeepsServingWhatAnUnreadableDirectoryHeld) {

@@ -1,0 +1,166 @@
+// The server's path for a change in a config directory, at scale: N virtual
+// services with R routes each (one file each, as a repository with a file
+// per service has them), U upstreams (100 to a file) and one gateway, read
+// by a DirectoryConfigSource. Each change rewrites one service's file; the
+// source reads the directory again (Reload), decodes what changed,
+// assembles the translation input and publishes through its pipeline.
+// translate_bench measures the translation alone, from objects in memory;
+// this measures what a file edit costs before the proxies hear of it.
+//
+//   directory_bench [--services 10000] [--routes 10] [--upstreams 5000] [--changes 50]
+//
+// Prints one markdown table row per figure. The directory is made under
+// $TMPDIR and removed at the end.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/common/clock.h"
+#include "src/common/metrics.h"
+#include "src/source/directory_config_source.h"
+#include "src/source/directory_scanner.h"
+
+namespace holdfast {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+double Seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double Percentile(std::vector<double> values, double fraction) {
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(values.size() * fraction))];
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+std::string UpstreamYaml(int i) {
+  return absl::StrCat("---\napiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata:\n  name: upstream-",
+                      i, "\n  namespace: bench\nspec:\n  hosts:\n  - {address: 10.", i / 65536 % 256,
+                      ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n  - {address: 10.1",
+                      i / 65536 % 256, ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n");
+}
+
+// The same shape as translate_bench's services: every third route matches a
+// header, every other one splits between two upstreams.
+std::string ServiceYaml(int i, int routes, int upstreams, int generation) {
+  std::string yaml = absl::StrCat(
+      "apiVersion: holdfast.dev/v1\nkind: VirtualService\nmetadata:\n  name: service-", i,
+      "\n  namespace: bench\n  labels: {gateway: public}\nspec:\n  domains: [service-", i,
+      ".example.com]\n  routes:\n");
+  for (int r = 0; r < routes; ++r) {
+    absl::StrAppend(&yaml, "  - name: r", r, "\n    match:\n      prefix: /api/v", generation,
+                    "/r", r, "\n");
+    if (r % 3 == 0) absl::StrAppend(&yaml, "      headers:\n      - {name: x-canary, exact: \"1\"}\n");
+    if (r % 2 == 0) {
+      absl::StrAppend(&yaml, "    upstream: upstream-", (i * routes + r) % upstreams, "\n");
+    } else {
+      absl::StrAppend(&yaml, "    upstreams:\n    - {name: upstream-", (i + r) % upstreams,
+                      ", weight: 90}\n    - {name: upstream-", (i + r + 1) % upstreams,
+                      ", weight: 10}\n");
+    }
+    absl::StrAppend(&yaml, "    options: {timeout: 5s}\n");
+  }
+  return yaml;
+}
+
+void WriteConfig(const std::filesystem::path& dir, int services, int routes, int upstreams) {
+  WriteFile(dir / "gateway.yaml",
+            "apiVersion: holdfast.dev/v1\nkind: Gateway\nmetadata:\n  name: public\n"
+            "  namespace: bench\nspec:\n  port: 8080\n  virtualServiceSelector:\n"
+            "    labels: {gateway: public}\n");
+  std::filesystem::create_directories(dir / "upstreams");
+  for (int first = 0; first < upstreams; first += 100) {
+    std::string yaml;
+    for (int i = first; i < std::min(upstreams, first + 100); ++i) yaml += UpstreamYaml(i);
+    WriteFile(dir / "upstreams" / absl::StrCat("upstreams-", first / 100, ".yaml"), yaml);
+  }
+  std::filesystem::create_directories(dir / "services");
+  for (int i = 0; i < services; ++i) {
+    WriteFile(dir / "services" / absl::StrCat("service-", i, ".yaml"),
+              ServiceYaml(i, routes, upstreams, 0));
+  }
+}
+
+int Run(int services, int routes, int upstreams, int changes) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / absl::StrCat("directory_bench.", getpid());
+  std::filesystem::create_directories(dir);
+  WriteConfig(dir, services, routes, upstreams);
+
+  MetricsRegistry metrics;
+  Steady::time_point published;
+  size_t resources = 0;
+  DirectoryConfigSource source({.directory = dir.string()}, Clock::Real(), &metrics,
+                               [&](SnapshotPtr snapshot) {
+                                 published = Steady::now();
+                                 resources = snapshot->size();
+                               });
+  const auto start = Steady::now();
+  if (absl::Status first = source.Reload(); !first.ok()) {
+    std::fprintf(stderr, "first read: %s\n", std::string(first.message()).c_str());
+    return 1;
+  }
+  const double first_read = Seconds(Steady::now() - start);
+
+  std::vector<double> scan, reload, until_published;
+  for (int c = 1; c <= changes; ++c) {
+    const int i = c * 7 % services;
+    WriteFile(dir / "services" / absl::StrCat("service-", i, ".yaml"),
+              ServiceYaml(i, routes, upstreams, c));
+    auto t0 = Steady::now();
+    absl::StatusOr<DirectoryListing> listing = ScanDirectory(dir.string(), {".yaml"});
+    auto t1 = Steady::now();
+    published = {};
+    absl::Status reloaded = source.Reload();
+    auto t2 = Steady::now();
+    if (!listing.ok() || !reloaded.ok() || published == Steady::time_point()) {
+      std::fprintf(stderr, "change %d: %s\n", c, std::string(reloaded.message()).c_str());
+      return 1;
+    }
+    scan.push_back(Seconds(t1 - t0));
+    reload.push_back(Seconds(t2 - t1));
+    until_published.push_back(Seconds(published - t1));
+  }
+  std::filesystem::remove_all(dir);
+
+  std::printf("| figure | value |\n|---|---|\n");
+  std::printf("| files | %d services (one file each), %d upstreams (100 to a file), 1 gateway |\n",
+              services, upstreams);
+  std::printf("| Envoy resources | %zu |\n", resources);
+  std::printf("| first read, decode, translation and publication | %.3f s |\n", first_read);
+  std::printf("| one service file rewritten: Reload (list, read, translate, publish) (median of %zu) "
+              "| %.4f s |\n", reload.size(), Percentile(reload, 0.5));
+  std::printf("| same, p99 | %.4f s |\n", Percentile(reload, 0.99));
+  std::printf("| of which until published (median) | %.4f s |\n", Percentile(until_published, 0.5));
+  std::printf("| listing the directory alone (median) | %.4f s |\n", Percentile(scan, 0.5));
+  return 0;
+}
+
+}  // namespace
+}  // namespace holdfast
+
+int main(int argc, char** argv) {
+  int services = 10000, routes = 10, upstreams = 5000, changes = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--services") services = value;
+    else if (flag == "--routes") routes = value;
+    else if (flag == "--upstreams") upstreams = value;
+    else if (flag == "--changes") changes = value;
+  }
+  return holdfast::Run(services, routes, upstreams, changes);
+}
