@@ -786,9 +786,14 @@ DecodedFile DecodeObjects(const std::string& contents, const std::string& file) 
   }
   for (const YAML::Node& document : documents) {
     if (!document || document.IsNull()) continue;
-    // The digest of the document as written out again: comments and
-    // layout do not count.
-    out.objects.push_back(DecodeGuarded(DocNode(document), file, [&document] {
+    // A digest of the document's content: comments and layout do not
+    // count.
+    out.objects.push_back(DecodeGuarded(DocNode(document), file, [&document, &contents] {
+      std::string form;
+      // A document's tree has at most a node per byte, unless aliases
+      // repeat parts of it; then it is written out, as yaml-cpp does.
+      size_t budget = contents.size() + 1;
+      if (AppendCanonicalForm(document, budget, form)) return ContentDigest(form);
       YAML::Emitter emitter;
       emitter << document;
       return ContentDigest(emitter.c_str());

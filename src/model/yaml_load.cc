@@ -54,4 +54,42 @@ std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
   }
 }
 
+bool AppendCanonicalForm(const YAML::Node& node, size_t& budget, std::string& out) {
+  if (budget == 0) return false;
+  --budget;
+  auto append_text = [&out](const std::string& text) { absl::StrAppend(&out, text.size(), ":", text); };
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+      out += 'u';
+      return true;
+    case YAML::NodeType::Null:
+      out += 'n';
+      append_text(node.Tag());
+      return true;
+    case YAML::NodeType::Scalar:
+      out += 's';
+      append_text(node.Tag());
+      append_text(node.Scalar());
+      return true;
+    case YAML::NodeType::Sequence:
+      absl::StrAppend(&out, "q", node.size(), ":");
+      append_text(node.Tag());
+      for (const YAML::Node& item : node) {
+        if (!AppendCanonicalForm(item, budget, out)) return false;
+      }
+      return true;
+    case YAML::NodeType::Map:
+      absl::StrAppend(&out, "m", node.size(), ":");
+      append_text(node.Tag());
+      for (const auto& entry : node) {
+        if (!AppendCanonicalForm(entry.first, budget, out) ||
+            !AppendCanonicalForm(entry.second, budget, out)) {
+          return false;
+        }
+      }
+      return true;
+  }
+  return false;
+}
+
 }  // namespace holdfast

@@ -79,9 +79,10 @@ class DirectoryConfigSource : public ConfigSource {
   using ReadFiles = std::map<std::string, ReadFile>;
   // Forgets a file gone; returns the next.
   ReadFiles::iterator Forget(ReadFiles::iterator file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
-  // Reads `path` into `file`, and hands it to assembler_.
-  void Read(const std::string& path, const FileFingerprint& fingerprint, ReadFile& file)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Keeps `read`, what `path` now holds, in `file`, and hands it to
+  // assembler_.
+  void Keep(const std::string& path, const FileFingerprint& fingerprint, DecodedFile read,
+            ReadFile& file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const Options options_;
 

@@ -348,3 +348,59 @@ TEST(GatewayObjectTest, KeyLessOrdersAsKeys) {
 
 }  // namespace
 }  // namespace holdfast
+
+namespace holdfast {
+namespace {
+
+std::string DigestOf(const std::string& yaml) {
+  DecodedFile file = DecodeObjects(yaml, "digest.yaml");
+  EXPECT_FALSE(file.syntax_error.has_value()) << yaml;
+  EXPECT_EQ(file.objects.size(), 1u) << yaml;
+  if (file.objects.size() != 1 || !file.objects[0].object) return "";
+  return file.objects[0].object->content_digest;
+}
+
+// The content digest tells changed objects: layout and comments do not
+// count, every value, key, order and quoting does.
+TEST(ContentDigestTest, ChangesWithContentNotWithLayout) {
+  const std::string base = std::string(kHeader) +
+                           "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}]\n";
+  const std::string digest = DigestOf(base);
+  ASSERT_FALSE(digest.empty());
+  EXPECT_EQ(DigestOf(std::string(kHeader) +
+                     "# backends\nkind:   Upstream\nspec:\n  hosts:\n  - address: 10.0.0.1  # a\n"
+                     "    port: 80\n"),
+            digest);
+  for (const std::string& changed : {
+           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.2, port: 80}]\n",
+           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 81}]\n",
+           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{port: 80, address: 10.0.0.1}]\n",
+           std::string(kHeader) +
+               "kind: Upstream\nspec:\n  hosts: [{address: \"10.0.0.1\", port: 80}]\n",
+           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}, "
+                                  "{address: 10.0.0.1, port: 80}]\n",
+       }) {
+    EXPECT_NE(DigestOf(changed), digest) << changed;
+  }
+}
+
+// Aliases can make a short document a tree of billions of nodes, and
+// `status` is ignored, not refused, so a tree there is digested: from the
+// document written out with its aliases, never by walking the tree.
+TEST(ContentDigestTest, AnAliasBombIsDigestedWithoutWalkingItsTree) {
+  auto bomb = [](const std::string& leaf) {
+    std::string yaml = std::string(kHeader) + "kind: Upstream\nstatus:\n  x0: &a0 [" + leaf + "]\n";
+    for (int i = 1; i < 30; ++i) {
+      yaml += "  x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+      for (int j = 0; j < 8; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
+      yaml += "]\n";
+    }
+    return yaml + "spec:\n  hosts: [{address: 10.0.0.1, port: 80}]\n";
+  };
+  const std::string digest = DigestOf(bomb("1"));  // 8^29 leaves: never walked
+  EXPECT_FALSE(digest.empty());
+  EXPECT_NE(DigestOf(bomb("2")), digest);
+}
+
+}  // namespace
+}  // namespace holdfast

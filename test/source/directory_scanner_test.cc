@@ -201,6 +201,36 @@ TEST_F(ScanTest, EachReloadPublishesWhatAFirstReadPublishes) {
   }
 }
 
+// At start every file is read, on several threads when there are many:
+// what is published is what reading them one by one publishes.
+TEST_F(ScanTest, ManyFilesReadOnSeveralThreadsPublishWhatOneThreadDoes) {
+  for (int i = 0; i < 150; ++i) {
+    const std::string text =
+        i == 7 ? "spec: [unclosed\n"
+               : absl::StrReplaceAll(UpstreamAt(i % 250 + 1),
+                                     {{"name: api", absl::StrCat("name: u", i % 140)}});
+    Write(config() / absl::StrCat("d", i % 5) / absl::StrCat("f", i, ".yaml"), text);
+  }
+  auto read = [&](int threads) {
+    MetricsRegistry metrics;
+    std::vector<SnapshotPtr> published;
+    DirectoryConfigSource source(
+        {.directory = config().string(), .translator = TranslatorOptions{.threads = threads}},
+        Clock::Real(), &metrics, [&](SnapshotPtr s) { published.push_back(s); });
+    EXPECT_TRUE(source.Reload().ok());
+    std::string out = published.empty() ? "none" : published.back()->version();
+    for (const auto& [key, status] : source.statuses()) {
+      absl::StrAppend(&out, "\n", key.ToString(), " ", StatusStateName(status.state));
+    }
+    return out;
+  };
+  const std::string one_by_one = read(1);
+  EXPECT_TRUE(absl::StrContains(one_by_one, "f7.yaml Rejected")) << one_by_one;
+  EXPECT_TRUE(absl::StrContains(one_by_one, "Upstream shop/u3 Rejected")) << "defined twice";
+  EXPECT_TRUE(absl::StrContains(one_by_one, "Upstream shop/u139 Accepted"));
+  EXPECT_EQ(read(4), one_by_one);
+}
+
 TEST_F(ScanTest, SourceKeepsServingWhatAnUnreadableDirectoryHeld) {
   Write(config() / "locked" / "api.yaml", UpstreamAt(1));
   std::vector<SnapshotPtr> published;
