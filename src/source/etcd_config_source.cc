@@ -1,10 +1,15 @@
 #include "src/source/etcd_config_source.h"
 
+#include <thread>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "src/common/backoff.h"
 #include "src/common/log.h"
+#include "src/common/parallel_for.h"
 #include "src/source/config_files.h"
 
 namespace holdfast {
@@ -121,6 +126,8 @@ void EtcdConfigSource::WatchLoop() {
       docs_.clear();
       for (const KeyValue& kv : listing->kvs) docs_[kv.key] = Doc{kv.value, kv.mod_revision};
       docs_revision_ = revision;
+      relisted_ = true;
+      changed_keys_.clear();
       dirty_ = true;
       applier_.Wake();
     }
@@ -136,6 +143,7 @@ void EtcdConfigSource::WatchLoop() {
             backoff.Reset();
             absl::MutexLock lock(&mu_);
             for (const WatchEvent& event : batch.events) {
+              if (!relisted_) changed_keys_.insert(event.kv.key);
               if (event.type == WatchEvent::Type::kDelete) {
                 docs_.erase(event.kv.key);
               } else {
@@ -176,43 +184,97 @@ void EtcdConfigSource::SetStatusOverlay(StatusMap overlay) {
 }
 
 void EtcdConfigSource::ApplyIfChanged() {
-  std::map<std::string, Doc> docs;
-  int64_t revision;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!dirty_) return;
-    docs = docs_;
-    revision = docs_revision_;
-    dirty_ = false;
+  std::optional<Changes> changes = TakeChanges();
+  if (!changes.has_value()) return;
+  if (changes->everything) {
+    input_ = TranslationInput();
+    key_statuses_.clear();
+    std::erase_if(decoded_, [&](const auto& entry) { return !changes->docs.contains(entry.first); });
   }
-  TranslationInput input;
-  StatusMap key_statuses;
-  std::map<std::string, std::pair<int64_t, DecodedFile>> decoded;
-  for (const auto& [key, doc] : docs) {
-    auto cached = decoded_.find(key);
-    if (cached != decoded_.end() && cached->second.first == doc.mod_revision) {
-      decoded.emplace(key, std::move(cached->second));
+  DecodeChanged(*changes);
+  for (const auto& [key, doc] : changes->docs) {
+    if (!changes->everything) Unstore(key);
+    if (doc.has_value()) {
+      AddStored(config_prefix_, key, decoded_.at(key).second, &input_, &key_statuses_);
     } else {
-      decoded.emplace(key, std::pair{doc.mod_revision, DecodeObjects(doc.value, key)});
+      decoded_.erase(key);
     }
-    AddStored(config_prefix_, key, decoded.at(key).second, &input, &key_statuses);
   }
-  decoded_ = std::move(decoded);
-  (void)pipeline_.Apply(input, key_statuses);
+  (void)pipeline_.Apply(input_, key_statuses_);
   absl::MutexLock lock(&mu_);
-  health_.revision = std::max(health_.revision, revision);
+  health_.revision = std::max(health_.revision, changes->revision);
   health_.synced_once = true;
   revision_gauge_->Set(static_cast<double>(health_.revision));
+}
+
+std::optional<EtcdConfigSource::Changes> EtcdConfigSource::TakeChanges() {
+  Changes changes;
+  absl::MutexLock lock(&mu_);
+  if (!dirty_) return std::nullopt;
+  dirty_ = false;
+  changes.revision = docs_revision_;
+  changes.everything = std::exchange(relisted_, false);
+  if (changes.everything) {
+    for (const auto& [key, doc] : docs_) changes.docs.emplace_hint(changes.docs.end(), key, doc);
+    return changes;
+  }
+  for (const std::string& key : changed_keys_) {
+    auto doc = docs_.find(key);
+    changes.docs.emplace_hint(changes.docs.end(), key,
+                              doc == docs_.end() ? std::nullopt : std::optional<Doc>(doc->second));
+  }
+  changed_keys_.clear();
+  return changes;
+}
+
+void EtcdConfigSource::DecodeChanged(const Changes& changes) {
+  std::vector<std::pair<const std::string*, const Doc*>> stale;
+  for (const auto& [key, doc] : changes.docs) {
+    auto cached = decoded_.find(key);
+    if (doc.has_value() && (cached == decoded_.end() || cached->second.first != doc->mod_revision)) {
+      stale.emplace_back(&key, &*doc);
+    }
+  }
+  // Values decode independently; after a listing there may be 10,000.
+  constexpr size_t kWorthThreads = 64;
+  const int threads = stale.size() < kWorthThreads          ? 1
+                      : options_.translator.threads > 0 ? options_.translator.threads
+                                                        : std::thread::hardware_concurrency();
+  std::vector<DecodedFile> decoded(stale.size());
+  ParallelFor(stale.size(), threads, [&](size_t i) {
+    decoded[i] = DecodeObjects(stale[i].second->value, *stale[i].first);
+  });
+  for (size_t i = 0; i < stale.size(); ++i) {
+    decoded_.insert_or_assign(*stale[i].first,
+                              std::pair{stale[i].second->mod_revision, std::move(decoded[i])});
+  }
+}
+
+void EtcdConfigSource::Unstore(const std::string& store_key) {
+  key_statuses_.erase(ObjectKey{kFileKind, "", store_key});
+  if (std::optional<ObjectKey> key = ObjectKeyAt(config_prefix_, store_key)) {
+    input_.objects.erase(*key);
+    input_.invalid.erase(*key);
+  }
+}
+
+std::optional<ObjectKey> EtcdConfigSource::ObjectKeyAt(const std::string& config_prefix,
+                                                      const std::string& store_key) {
+  std::vector<std::string> parts = absl::StrSplit(
+      absl::string_view(store_key).substr(std::min(store_key.size(), config_prefix.size())), '/');
+  if (!absl::StartsWith(store_key, config_prefix) || parts.size() != 3 || parts[0].empty() ||
+      parts[1].empty() || parts[2].empty()) {
+    return std::nullopt;
+  }
+  return ObjectKey{parts[0], parts[1], parts[2]};
 }
 
 void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::string& store_key,
                                  const DecodedFile& decoded, TranslationInput* input,
                                  StatusMap* key_statuses) {
   SourceLocation at{store_key, 0};
-  std::vector<std::string> parts = absl::StrSplit(
-      absl::string_view(store_key).substr(std::min(store_key.size(), config_prefix.size())), '/');
-  if (!absl::StartsWith(store_key, config_prefix) || parts.size() != 3 || parts[0].empty() ||
-      parts[1].empty() || parts[2].empty()) {
+  std::optional<ObjectKey> object_key = ObjectKeyAt(config_prefix, store_key);
+  if (!object_key.has_value()) {
     ObjectKey key{kFileKind, "", store_key};
     ObjectStatus& status = (*key_statuses)[key];
     status.key = key;
@@ -221,7 +283,7 @@ void EtcdConfigSource::AddStored(const std::string& config_prefix, const std::st
         "", absl::StrCat("not an object key: expected ", config_prefix, "KIND/NAMESPACE/NAME"), at);
     return;
   }
-  ObjectKey key{parts[0], parts[1], parts[2]};
+  const ObjectKey& key = *object_key;
   std::vector<FieldError>& invalid = input->invalid[key];
   if (decoded.syntax_error) {
     invalid.push_back(

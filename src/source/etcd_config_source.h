@@ -2,6 +2,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -67,14 +69,35 @@ class EtcdConfigSource : public ConfigSource {
   static void AddStored(const std::string& config_prefix, const std::string& store_key,
                         const DecodedFile& decoded, TranslationInput* input,
                         StatusMap* key_statuses);
+  // The object `store_key` names (CONFIG_PREFIX/KIND/NAMESPACE/NAME), or
+  // nullopt if it names none.
+  static std::optional<ObjectKey> ObjectKeyAt(const std::string& config_prefix,
+                                              const std::string& store_key);
 
  private:
   struct Doc {
     std::string value;
     int64_t mod_revision = 0;
   };
+  // What changed in the store since the last apply: the keys changed
+  // (each with its doc, or none if deleted), or, after a listing, every
+  // key (`everything`, with every doc).
+  struct Changes {
+    bool everything = false;
+    std::map<std::string, std::optional<Doc>> docs;
+    int64_t revision = 0;
+  };
   void WatchLoop();
   void ApplyIfChanged();
+  // The changes to apply, or nullopt if none (and no overlay) since the
+  // last call.
+  std::optional<Changes> TakeChanges() ABSL_LOCKS_EXCLUDED(mu_);
+  // Decodes the docs whose mod revision decoded_ does not hold, on several
+  // threads when many (after a listing).
+  void DecodeChanged(const Changes& changes);
+  // Takes what the object at `store_key` added out of input_ and
+  // key_statuses_.
+  void Unstore(const std::string& store_key);
   void MarkConnected(int64_t revision);
   void MarkDisconnected(const absl::Status& status);
   void Sleep(absl::Duration d) { stop_.WaitForNotificationWithTimeout(d); }
@@ -95,11 +118,19 @@ class EtcdConfigSource : public ConfigSource {
   std::map<std::string, Doc> docs_ ABSL_GUARDED_BY(mu_);
   int64_t docs_revision_ ABSL_GUARDED_BY(mu_) = 0;
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  // What changed since the last apply (Changes).
+  bool relisted_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> changed_keys_ ABSL_GUARDED_BY(mu_);
   SourceHealth health_ ABSL_GUARDED_BY(mu_);
 
   // Apply thread only: decoded values by key, reused while the key's
   // mod revision holds.
   std::map<std::string, std::pair<int64_t, DecodedFile>> decoded_;
+  // Apply thread only: the input and statuses of the keys applied, changed
+  // key by key, so that a change to one of 10,000 objects neither copies
+  // nor looks at the others.
+  TranslationInput input_;
+  StatusMap key_statuses_;
 
   absl::Notification stop_;
   std::thread watcher_;  // blocks in the store's watch

@@ -2,11 +2,15 @@
 // (the conformance suite covers the rest, over the fake and real etcd).
 #include "src/source/etcd_config_source.h"
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "src/etcd/fake_key_value_store.h"
 
@@ -157,6 +161,67 @@ TEST_F(EtcdConfigSourceTest, CompactionWhileDisconnectedRelistsAndReplacesTheSet
   EXPECT_TRUE(source_->health().connected);
   EXPECT_TRUE(Eventually([&] { return source_->health().revision == store_.revision(); }));
   EXPECT_FALSE(withdrawn());
+}
+
+// The source applies watched changes key by key: after each (puts of valid,
+// invalid and unparsable values, a value naming another object, a key that
+// names none, deletes), its statuses are what a source listing the store
+// for the first time reports, and while every value is valid it publishes
+// the same snapshot.
+TEST_F(EtcdConfigSourceTest, EachWatchedChangeGivesWhatAFirstListingGives) {
+  const std::vector<std::string> keys = {ObjectStoreKey("/t", "config", kApi),
+                                         ObjectStoreKey("/t", "config", kOld),
+                                         ObjectStoreKey("/t", "config", kFresh), "/t/config/bad"};
+  const std::vector<std::string> values = {
+      UpstreamYaml("NAME", 8081), UpstreamYaml("NAME", 8082), UpstreamYaml("NAME", 70000),
+      UpstreamYaml("other", 8083), "spec: [unclosed\n"};
+  std::map<std::string, int> held;  // value index by key
+  auto describe = [](const EtcdConfigSource& source) {
+    std::string out;
+    for (const auto& [key, status] : source.statuses()) {
+      absl::StrAppend(&out, key.ToString(), " ", StatusStateName(status.state), ":",
+                      status.reasons.empty() ? "" : status.reasons.front().message, "\n");
+    }
+    return out;
+  };
+  Start();
+  std::mt19937 random(5);
+  for (int step = 0; step < 40; ++step) {
+    const std::string& key = keys[random() % keys.size()];
+    const size_t choice = random() % (values.size() + 1);
+    if (choice == values.size()) {
+      store_.Delete(key);
+      held.erase(key);
+    } else {
+      const std::string name = key.substr(key.rfind('/') + 1);
+      store_.Put(key, absl::StrReplaceAll(values[choice], {{"NAME", name}}));
+      held[key] = static_cast<int>(choice);
+    }
+    EtcdConfigSource::Options options;
+    options.prefix = "/t";
+    MetricsRegistry metrics;
+    SnapshotPtr fresh_latest;
+    absl::Mutex fresh_mu;
+    EtcdConfigSource fresh(options, &store_, clock_, &metrics, [&](SnapshotPtr snapshot) {
+      absl::MutexLock lock(&fresh_mu);
+      fresh_latest = std::move(snapshot);
+    });
+    fresh.Start();
+    ASSERT_TRUE(Eventually([&] {
+      return fresh.health().revision == store_.revision() &&
+             source_->health().revision == store_.revision() && describe(*source_) == describe(fresh);
+    })) << "at step " << step << ":\n" << describe(*source_) << "against\n" << describe(fresh);
+    const bool all_valid = std::all_of(held.begin(), held.end(), [&](const auto& entry) {
+      return entry.first != keys.back() && entry.second < 2;
+    });
+    if (all_valid && !held.empty()) {
+      absl::MutexLock lock(&mu_);
+      absl::MutexLock fresh_lock(&fresh_mu);
+      ASSERT_NE(fresh_latest, nullptr);
+      EXPECT_EQ(latest_->version(), fresh_latest->version()) << "at step " << step;
+    }
+    fresh.Stop();
+  }
 }
 
 }  // namespace
