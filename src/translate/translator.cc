@@ -213,7 +213,9 @@ void Translator::StartInput(const TranslationInput& input, Pass& pass) {
   for (const auto& [key, object] : input.objects) {
     pass.effective.push_back(&object);  // in key order: appended at the end
     status = StatusAt(statuses, status, key);
-    status->second.location = object.meta.location;
+    if (status->second.location != object.meta.location) {  // mostly the same: not copied
+      status->second.location = object.meta.location;
+    }
     last = ForgetGoneBefore(last, &key, input.invalid);
     const bool known = last != last_accepted_.end() && last->first == key;
     if (!known || last->second.content_digest != object.content_digest) {
@@ -234,9 +236,10 @@ StatusMap::iterator Translator::StatusAt(StatusMap& statuses, StatusMap::iterato
     return statuses.emplace_hint(at, key, ObjectStatus{.key = key});
   }
   ObjectStatus& status = at->second;
-  std::vector<FieldError> reasons = std::move(status.reasons);
-  reasons.clear();  // its buffer is kept
-  status = ObjectStatus{.key = std::move(status.key), .reasons = std::move(reasons)};
+  // Most are Accepted as they were: nothing to reset, nothing written.
+  status.state = StatusState::kAccepted;
+  status.reasons.clear();  // its buffer is kept
+  status.serving_last_good = false;
   if (status.key != key) status.key = key;  // an entry not made from an input object
   return at;
 }
