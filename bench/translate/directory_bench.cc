@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/translate/yaml_objects.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/source/directory_config_source.h"
@@ -45,41 +46,8 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
   out << text;
 }
 
-std::string UpstreamYaml(int i) {
-  return absl::StrCat("---\napiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata:\n  name: upstream-",
-                      i, "\n  namespace: bench\nspec:\n  hosts:\n  - {address: 10.", i / 65536 % 256,
-                      ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n  - {address: 10.1",
-                      i / 65536 % 256, ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n");
-}
-
-// The same shape as translate_bench's services: every third route matches a
-// header, every other one splits between two upstreams.
-std::string ServiceYaml(int i, int routes, int upstreams, int generation) {
-  std::string yaml = absl::StrCat(
-      "apiVersion: holdfast.dev/v1\nkind: VirtualService\nmetadata:\n  name: service-", i,
-      "\n  namespace: bench\n  labels: {gateway: public}\nspec:\n  domains: [service-", i,
-      ".example.com]\n  routes:\n");
-  for (int r = 0; r < routes; ++r) {
-    absl::StrAppend(&yaml, "  - name: r", r, "\n    match:\n      prefix: /api/v", generation,
-                    "/r", r, "\n");
-    if (r % 3 == 0) absl::StrAppend(&yaml, "      headers:\n      - {name: x-canary, exact: \"1\"}\n");
-    if (r % 2 == 0) {
-      absl::StrAppend(&yaml, "    upstream: upstream-", (i * routes + r) % upstreams, "\n");
-    } else {
-      absl::StrAppend(&yaml, "    upstreams:\n    - {name: upstream-", (i + r) % upstreams,
-                      ", weight: 90}\n    - {name: upstream-", (i + r + 1) % upstreams,
-                      ", weight: 10}\n");
-    }
-    absl::StrAppend(&yaml, "    options: {timeout: 5s}\n");
-  }
-  return yaml;
-}
-
 void WriteConfig(const std::filesystem::path& dir, int services, int routes, int upstreams) {
-  WriteFile(dir / "gateway.yaml",
-            "apiVersion: holdfast.dev/v1\nkind: Gateway\nmetadata:\n  name: public\n"
-            "  namespace: bench\nspec:\n  port: 8080\n  virtualServiceSelector:\n"
-            "    labels: {gateway: public}\n");
+  WriteFile(dir / "gateway.yaml", GatewayYaml());
   std::filesystem::create_directories(dir / "upstreams");
   for (int first = 0; first < upstreams; first += 100) {
     std::string yaml;
