@@ -1,5 +1,7 @@
 #include "src/snapshot/resource.h"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 
 #include <memory>
@@ -105,6 +107,8 @@ const google::protobuf::Message* Resource::message() const {
 }
 
 void Resource::Encode() {
+  type_index_ = std::find(type_url::kKnownTypes.begin(), type_url::kKnownTypes.end(), type_url_) -
+                type_url::kKnownTypes.begin();
   // Name and type are part of the version: renaming a resource is a change.
   // Digested in parts: a gateway's route configuration can be tens of MB.
   if (!version_given_) version_ = ContentDigest({type_url_, "\n", name_, "\n", serialized_});

@@ -28,6 +28,12 @@ inline constexpr absl::string_view kSecret =
     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
 inline constexpr absl::string_view kRuntime =
     "type.googleapis.com/envoy.service.runtime.v3.Runtime";
+// The types above, in one list: a resource knows its type's index in it
+// (Resource::type_index), which groups resources by type without reading
+// their type URLs.
+inline constexpr std::array<absl::string_view, 6> kKnownTypes = {
+    kListener, kRouteConfiguration, kCluster, kClusterLoadAssignment, kSecret, kRuntime};
+inline constexpr uint8_t kUnknownType = kKnownTypes.size();
 }  // namespace type_url
 
 // A resource another resource depends on to be usable.
@@ -61,6 +67,8 @@ class Resource {
   const std::string& name() const { return name_; }
   const std::string& type_url() const { return type_url_; }
   const std::string& version() const { return version_; }
+  // The index of type_url() in type_url::kKnownTypes, or kUnknownType.
+  uint8_t type_index() const { return type_index_; }
   // A digest of the name and version alone. A set of resources is
   // versioned by the sum of these (VersionSum): one entry added or removed
   // changes the sum without reading the others.
@@ -92,6 +100,7 @@ class Resource {
   std::string type_url_;
   std::string version_;
   bool version_given_ = false;
+  uint8_t type_index_ = type_url::kUnknownType;
   std::array<uint64_t, 2> entry_digest_ = {};
   std::string serialized_;
   // What comes before and after serialized_ in each wire form.

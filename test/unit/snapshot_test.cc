@@ -249,6 +249,31 @@ TEST(SnapshotTest, BuildingFromThePreviousIsBuildingAlone) {
   EXPECT_LT(failed, 180);
 }
 
+// Known types are grouped by index, others by their type URL: interleaved,
+// each lands with its own kind.
+TEST(SnapshotTest, ResourcesOfKnownAndUnknownTypesInterleavedAreGroupedByType) {
+  const std::string custom = "type.googleapis.com/example.v1.Custom";
+  std::vector<ResourcePtr> resources;
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = absl::StrCat(i);
+    resources.push_back(Resource::FromBytes("x" + n, custom, "bytes" + n));
+    resources.push_back(EdsCluster("c" + n));
+    resources.push_back(Resource::FromBytes("y" + n, custom + "2", "bytes" + n));
+    resources.push_back(Endpoints("c" + n, 80));
+  }
+  EXPECT_EQ(resources[0]->type_index(), type_url::kUnknownType);
+  EXPECT_EQ(type_url::kKnownTypes[resources[1]->type_index()], type_url::kCluster);
+  absl::StatusOr<SnapshotPtr> snapshot = Snapshot::Build(resources, absl::UnixEpoch());
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  for (const std::string& type : {custom, custom + "2", std::string(type_url::kCluster),
+                                  std::string(type_url::kClusterLoadAssignment)}) {
+    const ResourceMap& of_type = (*snapshot)->Resources(type);
+    ASSERT_EQ(of_type.size(), 3u) << type;
+    for (const auto& [name, resource] : of_type) EXPECT_EQ(resource->type_url(), type) << name;
+  }
+  EXPECT_EQ((*snapshot)->TypeUrls().size(), 4u);
+}
+
 TEST(SnapshotTest, SameContentSameVersion) {
   EXPECT_EQ(Chain("1", 80)->version(), Chain("1", 80)->version());
   EXPECT_NE(Chain("1", 80)->version(), Chain("1", 81)->version());
