@@ -296,12 +296,16 @@ inline bool IsKeyOf(const ObjectKey& key, const GatewayObject& object) {
 // (the cursor then stays where the next object's search starts).
 template <typename Map, typename Iterator>
 Iterator SeekKeyOf(Map& map, Iterator& cursor, const GatewayObject& object) {
-  while (cursor != map.end() &&
-         std::tie(cursor->first.kind, cursor->first.ns, cursor->first.name) <
-             std::tie(object.kind(), object.meta.ns, object.meta.name)) {
-    ++cursor;
+  // Mostly the cursor is at the object already: one equality test, whose
+  // first compare (names) also tells most others apart.
+  for (; cursor != map.end(); ++cursor) {
+    if (IsKeyOf(cursor->first, object)) return cursor;
+    if (std::tie(object.kind(), object.meta.ns, object.meta.name) <
+        std::tie(cursor->first.kind, cursor->first.ns, cursor->first.name)) {
+      break;  // past where it would be
+    }
   }
-  return cursor != map.end() && IsKeyOf(cursor->first, object) ? cursor : map.end();
+  return map.end();
 }
 
 namespace kind {
