@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bench/translate/yaml_objects.h"
+#include "bench/translate/source_bench.h"
 #include "src/common/clock.h"
 #include "src/common/metrics.h"
 #include "src/source/directory_config_source.h"
@@ -33,13 +33,6 @@ namespace holdfast {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-
-double Seconds(Steady::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double Percentile(std::vector<double> values, double fraction) {
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(values.size() * fraction))];
-}
 
 void WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -61,7 +54,9 @@ void WriteConfig(const std::filesystem::path& dir, int services, int routes, int
   }
 }
 
-int Run(int services, int routes, int upstreams, int changes) {
+int Run(const SourceBenchSize& size) {
+  const int services = size.services, routes = size.routes, upstreams = size.upstreams;
+  const int changes = size.changes;
   const char* tmp = std::getenv("TMPDIR");
   const std::filesystem::path dir =
       std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / absl::StrCat("directory_bench.", getpid());
@@ -121,14 +116,5 @@ int Run(int services, int routes, int upstreams, int changes) {
 }  // namespace holdfast
 
 int main(int argc, char** argv) {
-  int services = 10000, routes = 10, upstreams = 5000, changes = 50;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const int value = std::atoi(argv[i + 1]);
-    if (flag == "--services") services = value;
-    else if (flag == "--routes") routes = value;
-    else if (flag == "--upstreams") upstreams = value;
-    else if (flag == "--changes") changes = value;
-  }
-  return holdfast::Run(services, routes, upstreams, changes);
+  return holdfast::Run(holdfast::ParseSourceBenchSize(argc, argv));
 }

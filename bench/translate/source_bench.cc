@@ -1,8 +1,33 @@
-#include "bench/translate/yaml_objects.h"
+#include "bench/translate/source_bench.h"
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 
 namespace holdfast {
+
+SourceBenchSize ParseSourceBenchSize(int argc, char** argv) {
+  SourceBenchSize size;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--services") size.services = value;
+    else if (flag == "--routes") size.routes = value;
+    else if (flag == "--upstreams") size.upstreams = value;
+    else if (flag == "--changes") size.changes = value;
+  }
+  return size;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double Percentile(std::vector<double> values, double fraction) {
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(values.size() * fraction))];
+}
 
 std::string GatewayYaml() {
   return "apiVersion: holdfast.dev/v1\nkind: Gateway\nmetadata:\n  name: public\n"
