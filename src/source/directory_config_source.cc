@@ -75,10 +75,7 @@ bool DirectoryConfigSource::FollowFiles(const std::map<std::string, FileFingerpr
   for (; known != files_.end(); forgotten = true) known = Forget(known);
   // Files decode independently, and at start there may be 10,000 of them:
   // seconds on one core. A few changed ones are not worth a thread.
-  constexpr size_t kWorthThreads = 64;
-  const int threads = to_read.size() < kWorthThreads        ? 1
-                      : options_.translator.threads > 0 ? options_.translator.threads
-                                                        : std::thread::hardware_concurrency();
+  const int threads = ThreadsFor(to_read.size(), options_.translator.threads);
   std::vector<DecodedFile> read(to_read.size());
   ParallelFor(to_read.size(), threads,
               [&](size_t i) { read[i] = ReadAndDecode(to_read[i].first->first); });

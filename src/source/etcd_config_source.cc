@@ -236,10 +236,7 @@ void EtcdConfigSource::DecodeChanged(const Changes& changes) {
     }
   }
   // Values decode independently; after a listing there may be 10,000.
-  constexpr size_t kWorthThreads = 64;
-  const int threads = stale.size() < kWorthThreads          ? 1
-                      : options_.translator.threads > 0 ? options_.translator.threads
-                                                        : std::thread::hardware_concurrency();
+  const int threads = ThreadsFor(stale.size(), options_.translator.threads);
   std::vector<DecodedFile> decoded(stale.size());
   ParallelFor(stale.size(), threads, [&](size_t i) {
     decoded[i] = DecodeObjects(stale[i].second->value, *stale[i].first);

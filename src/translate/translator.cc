@@ -381,12 +381,8 @@ std::vector<std::pair<size_t, absl::StatusOr<ServiceOutput>>> Translator::Transl
     }
   }
   const ServiceContext context = ServiceContextOf(pass);
-  // Services translate independently from the settled index; below some
-  // dozens, starting threads costs more than it saves.
-  constexpr size_t kWorthThreads = 64;
-  const int threads = stale.size() < kWorthThreads ? 1
-                      : options_.threads > 0   ? options_.threads
-                                               : std::thread::hardware_concurrency();
+  // Services translate independently from the settled index.
+  const int threads = ThreadsFor(stale.size(), options_.threads);
   ParallelFor(stale.size(), threads, [&](size_t j) {
     stale[j].second = TranslateVirtualService(*services[stale[j].first], context);
   });

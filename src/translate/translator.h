@@ -19,8 +19,9 @@ struct TranslatorOptions {
   // listener per domain and a route configuration per virtual service.
   bool grpc_listeners = true;
   // Threads that translate virtual services when many must be translated
-  // (at start, or when a route table many delegate to changes); 0: one per
-  // core. A change to a few services runs on the caller's thread alone.
+  // (at start, or when a route table many delegate to changes), and that
+  // sources decode many files on; 0: one per core this process may use
+  // (UsableCores). A change to a few runs on the caller's thread alone.
   int threads = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "src/common/parallel_for.h"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -45,6 +47,26 @@ TEST(ParallelForTest, WorksOnOtherThreadsWhenAsked) {
     }
   });
   EXPECT_TRUE(met.load());
+}
+
+TEST(ThreadsForTest, FewItemsOneThreadElseConfiguredElseUsableCores) {
+  EXPECT_EQ(ThreadsFor(10, 8), 1);
+  EXPECT_EQ(ThreadsFor(1000, 8), 8);
+  EXPECT_EQ(ThreadsFor(1000, 0), UsableCores());
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  EXPECT_GE(UsableCores(), 1);
+  EXPECT_LE(UsableCores(), CPU_COUNT(&allowed)) << "never more than the affinity allows";
+}
+
+TEST(ThreadsForTest, CpuQuotaCoresReadsCgroupCpuMax) {
+  EXPECT_EQ(CpuQuotaCores("150000 100000\n"), 1.5);
+  EXPECT_EQ(CpuQuotaCores("50000 100000"), 0.5);
+  EXPECT_EQ(CpuQuotaCores("max 100000\n"), std::nullopt);
+  EXPECT_EQ(CpuQuotaCores(""), std::nullopt);
+  EXPECT_EQ(CpuQuotaCores("100000"), std::nullopt);
+  EXPECT_EQ(CpuQuotaCores("-1 100000"), std::nullopt);
+  EXPECT_EQ(CpuQuotaCores("100000 0"), std::nullopt);
 }
 
 }  // namespace
