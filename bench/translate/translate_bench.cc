@@ -95,13 +95,13 @@ struct ChangeTimes {
 
   void Print(const char* what, bool details) const {
     if (change.empty()) return;
-    std::printf("| %s, translate + build (median of %zu) | %.3f s |\n", what, change.size(),
+    std::printf("| %s, translate + build (median of %zu) | %.4f s |\n", what, change.size(),
                 Percentile(change, 0.5));
-    std::printf("| same, p99 | %.3f s |\n", Percentile(change, 0.99));
+    std::printf("| same, p99 | %.4f s |\n", Percentile(change, 0.99));
     if (!details) return;
-    std::printf("| same, max | %.3f s |\n", Percentile(change, 1));
-    std::printf("| of which translate (median) | %.3f s |\n", Percentile(translate, 0.5));
-    std::printf("| of which snapshot build and release of the old one (median) | %.3f s |\n",
+    std::printf("| same, max | %.4f s |\n", Percentile(change, 1));
+    std::printf("| of which translate (median) | %.4f s |\n", Percentile(translate, 0.5));
+    std::printf("| of which snapshot build and release of the old one (median) | %.4f s |\n",
                 Percentile(build, 0.5));
   }
 };
@@ -180,11 +180,11 @@ int RunPipeline(TranslationInput input, int routes, int upstreams, int services,
     }
   }
   std::printf("| one virtual service changed, through the config pipeline (median of %zu) | "
-              "%.3f s |\n", times.change.size(), Percentile(times.change, 0.5));
-  std::printf("| same, p99 | %.3f s |\n", Percentile(times.change, 0.99));
-  std::printf("| of which until published (median) | %.3f s |\n",
+              "%.4f s |\n", times.change.size(), Percentile(times.change, 0.5));
+  std::printf("| same, p99 | %.4f s |\n", Percentile(times.change, 0.99));
+  std::printf("| of which until published (median) | %.4f s |\n",
               Percentile(times.translate, 0.5));
-  std::printf("| of which after publishing (median) | %.3f s |\n",
+  std::printf("| of which after publishing (median) | %.4f s |\n",
               Percentile(times.build, 0.5));
   return 0;
 }
