@@ -59,7 +59,8 @@ int Run(const SourceBenchSize& size) {
   const int changes = size.changes;
   const char* tmp = std::getenv("TMPDIR");
   const std::filesystem::path dir =
-      std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / absl::StrCat("directory_bench.", getpid());
+      std::filesystem::path(tmp != nullptr ? tmp : "/tmp") /
+      absl::StrCat("directory_bench.", getpid());
   std::filesystem::create_directories(dir);
   WriteConfig(dir, services, routes, upstreams);
 
@@ -104,8 +105,10 @@ int Run(const SourceBenchSize& size) {
               services, upstreams);
   std::printf("| Envoy resources | %zu |\n", resources);
   std::printf("| first read, decode, translation and publication | %.3f s |\n", first_read);
-  std::printf("| one service file rewritten: Reload (list, read, translate, publish) (median of %zu) "
-              "| %.4f s |\n", reload.size(), Percentile(reload, 0.5));
+  std::printf(
+      "| one service file rewritten: Reload (list, read, translate, publish) (median of %zu) "
+      "| %.4f s |\n",
+      reload.size(), Percentile(reload, 0.5));
   std::printf("| same, p99 | %.4f s |\n", Percentile(reload, 0.99));
   std::printf("| of which until published (median) | %.4f s |\n", Percentile(until_published, 0.5));
   std::printf("| listing the directory alone (median) | %.4f s |\n", Percentile(scan, 0.5));

@@ -36,10 +36,11 @@ std::string GatewayYaml() {
 }
 
 std::string UpstreamYaml(int i) {
-  return absl::StrCat("---\napiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata:\n  name: upstream-",
-                      i, "\n  namespace: bench\nspec:\n  hosts:\n  - {address: 10.", i / 65536 % 256,
-                      ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n  - {address: 10.1",
-                      i / 65536 % 256, ".", i / 256 % 256, ".", i % 256, ", port: 8080}\n");
+  const std::string octets = absl::StrCat(i / 65536 % 256, ".", i / 256 % 256, ".", i % 256);
+  return absl::StrCat(
+      "---\napiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata:\n  name: upstream-", i,
+      "\n  namespace: bench\nspec:\n  hosts:\n  - {address: 10.", octets,
+      ", port: 8080}\n  - {address: 10.1", octets, ", port: 8080}\n");
 }
 
 std::string ServiceYaml(int i, int routes, int upstreams, int generation) {
@@ -50,7 +51,9 @@ std::string ServiceYaml(int i, int routes, int upstreams, int generation) {
   for (int r = 0; r < routes; ++r) {
     absl::StrAppend(&yaml, "  - name: r", r, "\n    match:\n      prefix: /api/v", generation,
                     "/r", r, "\n");
-    if (r % 3 == 0) absl::StrAppend(&yaml, "      headers:\n      - {name: x-canary, exact: \"1\"}\n");
+    if (r % 3 == 0) {
+      absl::StrAppend(&yaml, "      headers:\n      - {name: x-canary, exact: \"1\"}\n");
+    }
     if (r % 2 == 0) {
       absl::StrAppend(&yaml, "    upstream: upstream-", (i * routes + r) % upstreams, "\n");
     } else {

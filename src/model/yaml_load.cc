@@ -57,7 +57,9 @@ std::vector<YAML::Node> LoadAllDocuments(const std::string& contents) {
 bool AppendCanonicalForm(const YAML::Node& node, size_t& budget, std::string& out) {
   if (budget == 0) return false;
   --budget;
-  auto append_text = [&out](const std::string& text) { absl::StrAppend(&out, text.size(), ":", text); };
+  auto append_text = [&out](const std::string& text) {
+    absl::StrAppend(&out, text.size(), ":", text);
+  };
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
       out += 'u';

@@ -38,31 +38,38 @@ bool ContainsNear(const ResourceMap& map, const std::string& name,
 }
 
 struct TypeRun {
-  absl::string_view type;  // in the first resource's type_url
+  absl::string_view type;  // type_url::kKnownTypes', or the first resource's type_url
   std::vector<ResourcePtr> resources;
 };
 
+// The index in `runs` of the run of `type`, added if there is none (sized
+// as the type is in `previous`, or null).
+size_t RunOf(absl::string_view type, const Snapshot* previous, std::vector<TypeRun>& runs) {
+  auto run = std::find_if(runs.begin(), runs.end(),
+                          [&](const TypeRun& known) { return known.type == type; });
+  if (run != runs.end()) return run - runs.begin();
+  runs.push_back(TypeRun{type, {}});
+  if (previous != nullptr) runs.back().resources.reserve(previous->Resources(type).size());
+  return runs.size() - 1;
+}
+
 // Resources grouped by type, each group in the order given, the groups in
 // the order of their first resource. Known types are told by index, not by
-// reading a type URL (a second cache miss per resource), and their groups
-// are sized as in `previous` (or null).
+// reading a type URL (a second cache miss per resource).
 std::vector<TypeRun> GroupByType(std::vector<ResourcePtr> resources, const Snapshot* previous) {
   std::vector<TypeRun> runs;
   std::array<size_t, type_url::kKnownTypes.size()> known_run;
-  known_run.fill(SIZE_MAX);
+  known_run.fill(SIZE_MAX);  // none yet
   for (ResourcePtr& resource : resources) {
     const uint8_t index = resource->type_index();
-    size_t run = index < known_run.size() ? known_run[index] : SIZE_MAX;
-    if (run == SIZE_MAX) {
-      const absl::string_view type = resource->type_url();
-      run = std::find_if(runs.begin(), runs.end(),
-                         [&](const TypeRun& known) { return known.type == type; }) -
-            runs.begin();
-      if (run == runs.size()) {
-        runs.push_back(TypeRun{index < known_run.size() ? type_url::kKnownTypes[index] : type, {}});
-        if (previous != nullptr) runs.back().resources.reserve(previous->Resources(type).size());
+    size_t run;
+    if (index == type_url::kUnknownType) {
+      run = RunOf(resource->type_url(), previous, runs);
+    } else {
+      if (known_run[index] == SIZE_MAX) {
+        known_run[index] = RunOf(type_url::kKnownTypes[index], previous, runs);
       }
-      if (index < known_run.size()) known_run[index] = run;
+      run = known_run[index];
     }
     runs[run].resources.push_back(std::move(resource));
   }

@@ -1,7 +1,6 @@
 #include "src/source/config_files.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace holdfast {
 

@@ -1,6 +1,5 @@
 #include "src/source/directory_config_source.h"
 
-#include <thread>
 #include <utility>
 #include <vector>
 

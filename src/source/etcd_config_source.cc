@@ -1,6 +1,5 @@
 #include "src/source/etcd_config_source.h"
 
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -189,7 +188,8 @@ void EtcdConfigSource::ApplyIfChanged() {
   if (changes->everything) {
     input_ = TranslationInput();
     key_statuses_.clear();
-    std::erase_if(decoded_, [&](const auto& entry) { return !changes->docs.contains(entry.first); });
+    std::erase_if(decoded_,
+                  [&](const auto& entry) { return !changes->docs.contains(entry.first); });
   }
   DecodeChanged(*changes);
   for (const auto& [key, doc] : changes->docs) {
@@ -230,8 +230,9 @@ std::optional<EtcdConfigSource::Changes> EtcdConfigSource::TakeChanges() {
 void EtcdConfigSource::DecodeChanged(const Changes& changes) {
   std::vector<std::pair<const std::string*, const Doc*>> stale;
   for (const auto& [key, doc] : changes.docs) {
+    if (!doc.has_value()) continue;  // deleted
     auto cached = decoded_.find(key);
-    if (doc.has_value() && (cached == decoded_.end() || cached->second.first != doc->mod_revision)) {
+    if (cached == decoded_.end() || cached->second.first != doc->mod_revision) {
       stale.emplace_back(&key, &*doc);
     }
   }

@@ -15,14 +15,12 @@ void InputAssembler::SetFile(const std::string& path, const DecodedFile& file,
     ObjectStatus& status = file_statuses_[path];
     status.key = ObjectKey{kFileKind, "", path};
     status.location = file.syntax_error->location;
-    status.Reject("",
-                  absl::StrCat(file.syntax_error->message,
-                               last_readable != nullptr ? "; serving what the file held before" : ""),
+    const char* serving = last_readable != nullptr ? "; serving what the file held before" : "";
+    status.Reject("", absl::StrCat(file.syntax_error->message, serving),
                   file.syntax_error->location);
     status.serving_last_good = last_readable != nullptr;
     content = last_readable;
   }
-  keys_by_file_[path];  // a file that defines nothing is still known
   if (content != nullptr) AddDefinitions(path, *content);
 }
 

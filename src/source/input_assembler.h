@@ -30,7 +30,8 @@ class InputAssembler {
  public:
   // What `path` holds now: `file` as read and, while `file` has a syntax
   // error, `last_readable` (or null), what it held when last readable.
-  void SetFile(const std::string& path, const DecodedFile& file, const DecodedFile* last_readable);
+  void SetFile(const std::string& path, const DecodedFile& file,
+               const DecodedFile* last_readable);
   void RemoveFile(const std::string& path);
 
   // The input with every SetFile and RemoveFile so far: only the objects

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <compare>
 #include <iterator>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"

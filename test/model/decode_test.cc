@@ -363,22 +363,21 @@ std::string DigestOf(const std::string& yaml) {
 // The content digest tells changed objects: layout and comments do not
 // count, every value, key, order and quoting does.
 TEST(ContentDigestTest, ChangesWithContentNotWithLayout) {
-  const std::string base = std::string(kHeader) +
-                           "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}]\n";
-  const std::string digest = DigestOf(base);
+  auto upstream = [](const std::string& hosts) {
+    return std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: " + hosts + "\n";
+  };
+  const std::string digest = DigestOf(upstream("[{address: 10.0.0.1, port: 80}]"));
   ASSERT_FALSE(digest.empty());
   EXPECT_EQ(DigestOf(std::string(kHeader) +
                      "# backends\nkind:   Upstream\nspec:\n  hosts:\n  - address: 10.0.0.1  # a\n"
                      "    port: 80\n"),
             digest);
   for (const std::string& changed : {
-           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.2, port: 80}]\n",
-           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 81}]\n",
-           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{port: 80, address: 10.0.0.1}]\n",
-           std::string(kHeader) +
-               "kind: Upstream\nspec:\n  hosts: [{address: \"10.0.0.1\", port: 80}]\n",
-           std::string(kHeader) + "kind: Upstream\nspec:\n  hosts: [{address: 10.0.0.1, port: 80}, "
-                                  "{address: 10.0.0.1, port: 80}]\n",
+           upstream("[{address: 10.0.0.2, port: 80}]"),
+           upstream("[{address: 10.0.0.1, port: 81}]"),
+           upstream("[{port: 80, address: 10.0.0.1}]"),
+           upstream("[{address: \"10.0.0.1\", port: 80}]"),
+           upstream("[{address: 10.0.0.1, port: 80}, {address: 10.0.0.1, port: 80}]"),
        }) {
     EXPECT_NE(DigestOf(changed), digest) << changed;
   }

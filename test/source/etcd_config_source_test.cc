@@ -209,7 +209,8 @@ TEST_F(EtcdConfigSourceTest, EachWatchedChangeGivesWhatAFirstListingGives) {
     fresh.Start();
     ASSERT_TRUE(Eventually([&] {
       return fresh.health().revision == store_.revision() &&
-             source_->health().revision == store_.revision() && describe(*source_) == describe(fresh);
+             source_->health().revision == store_.revision() &&
+             describe(*source_) == describe(fresh);
     })) << "at step " << step << ":\n" << describe(*source_) << "against\n" << describe(fresh);
     const bool all_valid = std::all_of(held.begin(), held.end(), [&](const auto& entry) {
       return entry.first != keys.back() && entry.second < 2;
