@@ -557,7 +557,7 @@ func (p *proxy) onDelta(b []byte, recv time.Time) error {
 	var unsub []string
 	next := t + 1
 	for _, res := range r.resources {
-		d := p.f.cache.entry(fmt.Sprintf("d|%d|%s|%s", t, res.name, res.version))
+		d := p.f.cache.deltaEntry(deltaKey{t, res.name, res.version})
 		d.once.Do(func() {
 			d.name = p.f.names.id(res.name)
 			d.gen, d.refs, d.err = decodeSet(t, [][]byte{res.value})
@@ -572,11 +572,13 @@ func (p *proxy) onDelta(b []byte, recv time.Time) error {
 			gen = d.gen
 		}
 		if t == tCDS || t == tLDS {
-			p.f.lastRef.Store(res.name, d.refs)
-			for _, n := range d.refs.names {
-				if p.ts[next].subBits.set(p.f.names.id(n)) {
+			if last, ok := p.f.lastRef.Load(res.name); !ok || last.(*nameList) != d.refs {
+				p.f.lastRef.Store(res.name, d.refs)
+			}
+			for i, id := range d.refs.idsIn(&p.f.names) {
+				if p.ts[next].subBits.set(id) {
 					p.ts[next].subCount++
-					subscribe = append(subscribe, n)
+					subscribe = append(subscribe, d.refs.names[i])
 				}
 			}
 		}

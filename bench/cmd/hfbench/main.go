@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,9 +189,20 @@ func suite(args []string) {
 	fs.IntVar(&cfg.rolloutChanges, "rollout-changes", 3, "changes per fleet size in the rollout scenario (median reported)")
 	fs.IntVar(&cfg.rolloutPercent, "rollout-canary-percent", 1, "server "+kindHoldfastRollout+": holdfast's --rollout-canary-percent")
 	fs.StringVar(&cfg.rolloutBake, "rollout-bake", "1ms", "server "+kindHoldfastRollout+": holdfast's --rollout-bake (holdfast wants a positive duration)")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's (this process's) CPU profile to this file")
 	_ = fs.Parse(args)
 
 	var err error
+	if *cpuProfile != "" {
+		out, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *fanout == "" {
 		*fanout = "1000,10000"
 		if cfg.quick {

@@ -110,7 +110,8 @@ func runFanout(cfg *config, res *results, kind, mode string) error {
 	defer f.Close()
 	g, have := 0, 0
 	for _, n := range cfg.fanoutSizes {
-		cpu0, t0 := s.cpu(), time.Now()
+		cpu0, self0, t0 := s.cpu(), selfCPU(), time.Now()
+		responses0, bytes0 := f.Responses.Load(), f.Bytes.Load()
 		f.Add(n-have, loadgen.AddOptions{})
 		if err := f.WaitConfigured(n, cfg.waitTimeout); err != nil {
 			if e := s.alive(); e != nil {
@@ -120,6 +121,11 @@ func runFanout(cfg *config, res *results, kind, mode string) error {
 		}
 		res.add("connect", fmt.Sprintf("%s, %d → %d proxies: all configured", mode, have, n), "s", kind, time.Since(t0).Seconds())
 		res.add("connect", fmt.Sprintf("%s, %d → %d proxies: server CPU", mode, have, n), "s", kind, s.cpu()-cpu0)
+		res.add("connect", fmt.Sprintf("%s, %d → %d proxies: load generator CPU", mode, have, n), "s", kind, selfCPU()-self0)
+		res.add("connect", fmt.Sprintf("%s, %d → %d proxies: responses received per proxy", mode, have, n), "count", kind,
+			float64(f.Responses.Load()-responses0)/float64(n-have))
+		res.add("connect", fmt.Sprintf("%s, %d → %d proxies: bytes received", mode, have, n), "MB", kind,
+			float64(f.Bytes.Load()-bytes0)/1e6)
 		have = n
 		checkHoldings(res, f, cfg, kind, fmt.Sprintf("fan-out %s, %d proxies connected", mode, n), g)
 		time.Sleep(cfg.settle)
@@ -197,7 +203,7 @@ func runStorm(cfg *config, res *results, kind string) error {
 	f := loadgen.New(loadgen.Options{Target: s.xds, Mode: loadgen.SotW, DialBatch: cfg.dialBatch})
 	defer f.Close()
 	n := cfg.stormProxies
-	cpu0 := s.cpu()
+	cpu0, self0 := s.cpu(), selfCPU()
 	t0 := time.Now()
 	f.Add(n, loadgen.AddOptions{})
 	if err := f.WaitConfigured(n, cfg.waitTimeout); err != nil {
@@ -206,13 +212,14 @@ func runStorm(cfg *config, res *results, kind string) error {
 		}
 		return err
 	}
-	cpu := s.cpu() - cpu0
+	cpu, loadgenCPU := s.cpu()-cpu0, selfCPU()-self0
 	times := f.ConfigTimes(t0)
 	sc := "connect storm"
 	res.add(sc, fmt.Sprintf("%d proxies: all configured", n), "s", kind, times[len(times)-1].Seconds())
 	res.add(sc, fmt.Sprintf("%d proxies: time to configured p50", n), "s", kind, loadgen.Quantile(times, 0.5).Seconds())
 	res.add(sc, fmt.Sprintf("%d proxies: time to configured p99", n), "s", kind, loadgen.Quantile(times, 0.99).Seconds())
 	res.add(sc, fmt.Sprintf("%d proxies: server CPU", n), "s", kind, cpu)
+	res.add(sc, fmt.Sprintf("%d proxies: load generator CPU", n), "s", kind, loadgenCPU)
 	res.add(sc, fmt.Sprintf("%d proxies: bytes received", n), "MB", kind, float64(f.Bytes.Load())/1e6)
 	checkHoldings(res, f, cfg, kind, "connect storm", 0)
 	withdrawn(res, f, sc, fmt.Sprintf("%d proxies", n), kind)
