@@ -1,6 +1,7 @@
 #include "src/translate/gateway.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -23,27 +24,38 @@ ServedServices SelectedServices(const GatewayObject& gateway, const GatewayConte
                                 ObjectStatus& status) {
   const auto& spec = std::get<GatewaySpec>(*gateway.spec);
   const ObjectIndex& index = *context.index;
-  std::vector<const GatewayObject*> selected;
+  // Positions in the index are in key order: sorting them is sorting the
+  // services, without comparing keys (a tenth of a change of one of 10,000
+  // HTTPRoutes, whose Gateway lists every host's service by name).
+  std::vector<size_t> listed;
+  size_t hint = 0;
   for (size_t i = 0; i < spec.virtual_services.size(); ++i) {
-    const GatewayObject* vs =
-        index.Find(kind::kVirtualService, spec.virtual_services[i], gateway.meta.ns);
-    if (vs == nullptr) {
+    const size_t at =
+        index.PositionOf(kind::kVirtualService, spec.virtual_services[i], gateway.meta.ns, hint);
+    if (at == ObjectIndex::kNone) {
       status.Warn(absl::StrCat("spec.virtualServices[", i, "]"),
                   absl::StrCat("virtual service ", spec.virtual_services[i].name, " not found"));
       continue;
     }
-    selected.push_back(vs);
+    listed.push_back(at);
+    hint = at + 1;
   }
-  if (spec.virtual_service_selector) {
-    for (const GatewayObject* vs :
-         index.Select(kind::kVirtualService, *spec.virtual_service_selector, gateway.meta.ns)) {
-      selected.push_back(vs);
+  if (!std::is_sorted(listed.begin(), listed.end())) std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  std::vector<const GatewayObject*> selected;
+  for (size_t at : listed) selected.push_back(index.All()[at]);
+  if (spec.virtual_service_selector) {  // a selection alone is already in key order
+    std::vector<const GatewayObject*> chosen =
+        index.Select(kind::kVirtualService, *spec.virtual_service_selector, gateway.meta.ns);
+    if (selected.empty()) {
+      selected = std::move(chosen);
+    } else {
+      std::vector<const GatewayObject*> both;
+      std::set_union(selected.begin(), selected.end(), chosen.begin(), chosen.end(),
+                     std::back_inserter(both),
+                     [](const auto* a, const auto* b) { return KeyLess(*a, *b); });
+      selected = std::move(both);
     }
-  }
-  if (!spec.virtual_services.empty()) {  // a selection alone is already in key order
-    std::sort(selected.begin(), selected.end(),
-              [](const auto* a, const auto* b) { return KeyLess(*a, *b); });
-    selected.erase(std::unique(selected.begin(), selected.end()), selected.end());
   }
   // Services that could not be translated are Rejected on their own.
   ServedServices servable;

@@ -55,9 +55,20 @@ std::pair<SortedObjects::iterator, SortedObjects::iterator> RangeOfKind(SortedOb
 
 const GatewayObject* ObjectIndex::Find(const std::string& kind, const ObjectRef& ref,
                                        const std::string& referrer_ns) const {
+  const size_t at = PositionOf(kind, ref, referrer_ns, kNone);
+  return at == kNone ? nullptr : objects_[at];
+}
+
+size_t ObjectIndex::PositionOf(const std::string& kind, const ObjectRef& ref,
+                               const std::string& referrer_ns, size_t hint) const {
   const KeyView key{kind, ref.ns.empty() ? referrer_ns : ref.ns, ref.name};
+  // Names first: they tell most objects apart in one comparison.
+  auto is_key = [&](const GatewayObject& object) {
+    return object.meta.name == ref.name && ViewOf(object) == key;
+  };
+  if (hint < objects_.size() && is_key(*objects_[hint])) return hint;
   auto it = std::lower_bound(objects_.begin(), objects_.end(), key, ByKey());
-  return it != objects_.end() && ViewOf(**it) == key ? *it : nullptr;
+  return it != objects_.end() && is_key(**it) ? it - objects_.begin() : kNone;
 }
 
 std::vector<const GatewayObject*> ObjectIndex::Select(const std::string& kind,

@@ -58,6 +58,9 @@ std::vector<ResourcePtr> UnroutableCluster() {
 // The Service `upstream` names, as discovered; nullptr if none.
 const DiscoveredService* NamedService(const GatewayObject& upstream,
                                       const DiscoveredServices& services) {
+  // Without Kubernetes there are none: a change then spares building a key
+  // for each of thousands of upstreams.
+  if (services.empty()) return nullptr;
   std::optional<ServiceKey> key = ServiceKeyOf(upstream);
   if (!key.has_value()) return nullptr;
   auto found = services.find(*key);

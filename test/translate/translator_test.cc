@@ -13,6 +13,7 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "src/snapshot/snapshot.h"
@@ -236,6 +237,50 @@ TEST(TranslatorTest, GatewayAndGrpcResources) {
   EXPECT_EQ(hcm.http_filters(hcm.http_filters_size() - 1).name(), "envoy.filters.http.router");
   ASSERT_NE(Find(out, type_url::kRouteConfiguration, "grpc/ns/vs"), nullptr);
   ASSERT_NE(Find(out, type_url::kClusterLoadAssignment, "ns/a"), nullptr);
+}
+
+// A gateway lists services by name in any order, repeats and misses some,
+// and selects others by label: each found one is served once, in key order.
+TEST(TranslatorTest, AGatewayServesListedAndSelectedServicesOnceEachInKeyOrder) {
+  std::string yaml =
+      "apiVersion: holdfast.dev/v1\nkind: Upstream\nmetadata: {name: u, namespace: ns}\n"
+      "spec: {hosts: [{address: 127.0.0.1, port: 8001}]}\n";
+  for (const char* name : {"vs-a", "vs-b", "vs-c", "vs-d", "vs-e"}) {
+    const bool picked = name == std::string("vs-a") || name == std::string("vs-c");
+    absl::StrAppend(&yaml, "---\napiVersion: holdfast.dev/v1\nkind: VirtualService\n",
+                    "metadata: {name: ", name, ", namespace: ns, labels: {pick: \"",
+                    picked ? "yes" : "no", "\"}}\n", "spec:\n  domains: [", name,
+                    ".test]\n  routes:\n  - {match: {prefix: /}, upstream: u}\n");
+  }
+  absl::StrAppend(
+      &yaml,
+      "---\napiVersion: holdfast.dev/v1\nkind: Gateway\nmetadata: {name: mixed, namespace: ns}\n"
+      "spec:\n  port: 8080\n  virtualServiceSelector: {labels: {pick: \"yes\"}}\n"
+      "  virtualServices: [{name: vs-d}, {name: vs-b}, {name: missing}, {name: vs-b}, "
+      "{name: vs-a}]\n",
+      "---\napiVersion: holdfast.dev/v1\nkind: Gateway\nmetadata: {name: sorted, namespace: ns}\n"
+      "spec: {port: 8081, virtualServices: [{name: vs-a}, {name: vs-c}, {name: vs-d}, "
+      "{name: vs-e}]}\n");
+  Translator translator;
+  TranslationOutput out = translator.Translate(Load(yaml));
+  auto hosts = [&](const std::string& gateway) {
+    std::vector<std::string> names;
+    const Resource* routes =
+        Find(out, type_url::kRouteConfiguration, names::GatewayRoutes({"Gateway", "ns", gateway}));
+    EXPECT_NE(routes, nullptr) << gateway;
+    if (routes == nullptr) return names;
+    for (const auto& host : As<RouteConfiguration>(routes).virtual_hosts()) {
+      names.push_back(host.name());
+    }
+    return names;
+  };
+  EXPECT_THAT(hosts("mixed"), testing::ElementsAre("ns/vs-a", "ns/vs-b", "ns/vs-c", "ns/vs-d"));
+  EXPECT_THAT(hosts("sorted"), testing::ElementsAre("ns/vs-a", "ns/vs-c", "ns/vs-d", "ns/vs-e"));
+  const ObjectStatus& mixed = out.statuses.at({"Gateway", "ns", "mixed"});
+  ASSERT_EQ(mixed.reasons.size(), 1u);
+  EXPECT_EQ(mixed.reasons[0].path, "spec.virtualServices[2]");
+  EXPECT_EQ(mixed.reasons[0].message, "virtual service missing not found");
+  EXPECT_EQ(out.statuses.at({"Gateway", "ns", "sorted"}).state, StatusState::kAccepted);
 }
 
 TEST(TranslatorTest, DeterministicAndChangesTouchOnlyDependents) {
