@@ -218,10 +218,12 @@ RoutePart MakeRoutePart(const std::shared_ptr<const Route>& shared, const Served
 // Adds a decoded object to the output, its errors to the statuses of the
 // objects it was made from.
 void Record(const ObjectKey& key, const std::optional<GatewayObject>& object,
-            const std::vector<FieldError>& errors, const std::set<ObjectKey>& sources,
-            Conversion& out) {
+            const std::vector<FieldError>& errors, const SourceKeys& sources, Conversion& out) {
+  if (!sources.empty()) {
+    SourceKeys& made_from = out.made_from[key];
+    made_from = made_from.Plus(sources);  // one Secret may serve several ports
+  }
   for (const ObjectKey& source : sources) {
-    out.made_from[key].push_back(source);
     for (const FieldError& e : errors) {
       out.statuses.Mutable(source).problems.push_back(
           {e.path, absl::StrCat(key.ToString(), ": ", e.message), {}});
@@ -231,7 +233,7 @@ void Record(const ObjectKey& key, const std::optional<GatewayObject>& object,
 }
 
 void Emit(const std::string& kind, const std::string& ns, const std::string& name, const json& spec,
-          const std::set<ObjectKey>& sources, HoldfastObjectDecoder& decoder, Conversion& out) {
+          const SourceKeys& sources, HoldfastObjectDecoder& decoder, Conversion& out) {
   FieldErrors errors;
   std::optional<GatewayObject> object = decoder.Decode(kind, ns, name, spec, &errors);
   Record({kind, ns, name}, object, errors.errors(), sources, out);
@@ -251,7 +253,7 @@ json TlsSpec(const Port& port, const GatewayApiInput& input, HoldfastObjectDecod
           input.secrets.at(ServiceKey{listener->certificate_ns, listener->certificate->name});
       Emit(kind::kSecret, port.gateway->meta.ns, name,
            {{"certificate", secret.certificate}, {"privateKey", secret.private_key}},
-           {KeyOf(*port.gateway)}, decoder, out);
+           SourceKeys({KeyOf(*port.gateway)}), decoder, out);
     }
     std::vector<std::string>& names = names_by_secret[name];
     if (listener->listener->hostname.empty()) {
@@ -280,12 +282,13 @@ void MakeService(const Port& port, const std::string& hostname, HostRoutes& host
   std::vector<const PlacedRoute*> sorted;
   for (const PlacedRoute& r : host.placed) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), Precedes);
-  host.sources.clear();
+  std::set<ObjectKey> sources;
   std::vector<std::shared_ptr<const json>> specs;
   for (const PlacedRoute* r : sorted) {
-    host.sources.insert(r->route->key());
+    sources.insert(r->route->key());
     specs.push_back(r->spec);
   }
+  host.sources = SourceKeys({sources.begin(), sources.end()});
   host.changed = false;
   if (host.service && host.service->routes == specs) return;
   // Clients of a port other than 80 and 443 send it in the Host header,
@@ -306,7 +309,7 @@ void MakeService(const Port& port, const std::string& hostname, HostRoutes& host
 // The port's holdfast Gateway: decoded now, or as before when it lists the
 // same virtual services with the same TLS.
 void EmitGateway(const Port& port, std::vector<std::string> services, const json& tls,
-                 const std::set<ObjectKey>& sources, ConversionCache& cache, Conversion& out) {
+                 const SourceKeys& sources, ConversionCache& cache, Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
   EmittedGateway wanted{std::move(services), tls.is_null() ? "" : tls.dump()};
   const std::string name = GatewayName(port.gateway->meta.name, port.port);
@@ -330,15 +333,47 @@ void EmitGateway(const Port& port, std::vector<std::string> services, const json
   Record({kind::kGateway, ns, name}, emitted->object, emitted->errors, sources, out);
 }
 
+// Calls `each` with `gateway` and the `routes`, in key order, once each.
+template <typename Each>
+void ForEachSource(const ObjectKey& gateway, const std::set<ObjectKey>& routes, Each each) {
+  const ObjectKey* pending = &gateway;
+  for (const ObjectKey& route : routes) {
+    if (pending != nullptr && !(route < *pending)) {
+      if (*pending < route) each(*pending);  // else it is this route's key
+      pending = nullptr;
+    }
+    each(route);
+  }
+  if (pending != nullptr) each(*pending);
+}
+
+// A port's Gateway is made from the Gateway and every route attached to
+// the port: the list made before while it is the same (a walk), else anew.
+SourceKeys PortSources(const ObjectKey& gateway, PortRoutes* routes) {
+  if (routes == nullptr) return SourceKeys({gateway});
+  const std::vector<ObjectKey>& before = routes->sources.keys();
+  auto next = before.begin();
+  bool same = true;
+  ForEachSource(gateway, routes->routes, [&](const ObjectKey& key) {
+    same = same && next != before.end() && *next++ == key;
+  });
+  if (same && next == before.end()) return routes->sources;
+  std::vector<ObjectKey> keys;
+  keys.reserve(routes->routes.size() + 1);
+  ForEachSource(gateway, routes->routes, [&](const ObjectKey& key) { keys.push_back(key); });
+  routes->sources = SourceKeys(std::move(keys));
+  return routes->sources;
+}
+
 // The port's virtual services (made again where their routes changed),
 // its Secrets and its Gateway.
 void EmitPort(const PortKey& key, const Port& port, const GatewayApiInput& input,
               ConversionCache& cache, Conversion& out) {
   const std::string& ns = port.gateway->meta.ns;
-  std::set<ObjectKey> sources = {key.first};  // the Gateway and its routes
+  PortRoutes* routes = cache.placements().Port(key);
+  const SourceKeys sources = PortSources(key.first, routes);
   std::vector<std::string> services;
-  if (PortRoutes* routes = cache.placements().Port(key)) {
-    sources.insert(routes->routes.begin(), routes->routes.end());
+  if (routes != nullptr) {
     for (auto& [hostname, host] : routes->hosts) {
       if (host.changed) MakeService(port, hostname, host, cache.decoder());
       Record({kind::kVirtualService, ns, host.service_name}, host.service->object,
@@ -365,7 +400,8 @@ void EmitUpstreams(ConversionCache& cache, Conversion& out) {
       decoded.errors = errors.errors();
       return decoded;
     });
-    Record({kind::kUpstream, backend.ns, name}, upstream.object, upstream.errors, {}, out);
+    Record({kind::kUpstream, backend.ns, name}, upstream.object, upstream.errors, SourceKeys(),
+           out);
   }
 }
 

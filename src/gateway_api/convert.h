@@ -23,6 +23,7 @@
 #include "src/gateway_api/conditions.h"
 #include "src/gateway_api/conversion_cache.h"
 #include "src/gateway_api/input.h"
+#include "src/gateway_api/source_keys.h"
 #include "src/model/types.h"
 
 namespace holdfast::gateway_api {
@@ -31,7 +32,7 @@ struct Conversion {
   // Holdfast objects, named by synthesized_names.h.
   std::vector<GatewayObject> objects;
   // Which Gateway API objects each of them was made from.
-  std::map<ObjectKey, std::vector<ObjectKey>> made_from;
+  MadeFrom made_from;
   // The statuses of the Gateway API objects holdfast owns, before
   // translation (Programmed is settled by status.h).
   GatewayApiStatuses statuses;

@@ -27,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "src/gateway_api/conditions.h"
 #include "src/gateway_api/rules.h"
+#include "src/gateway_api/source_keys.h"
 #include "src/model/types.h"
 
 namespace holdfast::gateway_api {
@@ -77,13 +78,16 @@ struct HostRoutes {
   std::vector<PlacedRoute> placed;
   bool changed = true;  // placed since `service` and `sources` were made
   std::string service_name;
-  std::set<ObjectKey> sources;
+  SourceKeys sources;  // the routes placed here, in key order
   std::optional<DecodedService> service;
 };
 
 struct PortRoutes {
   std::map<std::string, HostRoutes> hosts;  // by hostname
   std::set<ObjectKey> routes;               // every route attached to the port
+  // The port's Gateway and `routes`, in key order, as the conversion last
+  // listed them (it makes them again only when they differ).
+  SourceKeys sources;
 };
 
 // What one route adds to a conversion. `status` is null when no parentRef

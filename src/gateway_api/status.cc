@@ -168,7 +168,7 @@ ObjectStatus DebugStatus(const GatewayApiStatus& status) {
 }  // namespace
 
 GatewayApiStatuses SettleStatuses(GatewayApiStatuses statuses,
-                                  const std::map<ObjectKey, std::vector<ObjectKey>>& made_from,
+                                  const MadeFrom& made_from,
                                   const StatusMap& translated) {
   std::vector<ObjectKey> gateways;
   for (const auto& [key, status] : statuses) {

@@ -17,7 +17,7 @@ namespace holdfast::gateway_api {
 // done with the conversion's statuses moves them in (a copy of 10,000
 // was a few milliseconds of every change).
 GatewayApiStatuses SettleStatuses(GatewayApiStatuses statuses,
-                                  const std::map<ObjectKey, std::vector<ObjectKey>>& made_from,
+                                  const MadeFrom& made_from,
                                   const StatusMap& translated);
 
 // Pure. `translated` with the statuses of the holdfast objects made from
