@@ -121,27 +121,24 @@ type deltaKey struct {
 func (c *decodeCache) entry(key string) *decoded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]*decoded{}
-	}
-	d, ok := c.m[key]
-	if !ok {
-		d = &decoded{}
-		c.m[key] = d
-	}
-	return d
+	return entryIn(&c.m, key)
 }
 
 func (c *decodeCache) deltaEntry(key deltaKey) *decoded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.delta == nil {
-		c.delta = map[deltaKey]*decoded{}
+	return entryIn(&c.delta, key)
+}
+
+// entryIn returns m's entry for key, made empty if absent.
+func entryIn[K comparable](m *map[K]*decoded, key K) *decoded {
+	if *m == nil {
+		*m = map[K]*decoded{}
 	}
-	d, ok := c.delta[key]
+	d, ok := (*m)[key]
 	if !ok {
 		d = &decoded{}
-		c.delta[key] = d
+		(*m)[key] = d
 	}
 	return d
 }
