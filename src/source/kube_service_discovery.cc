@@ -1,6 +1,5 @@
 #include "src/source/kube_service_discovery.h"
 
-#include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
@@ -143,27 +142,8 @@ KubeResource EndpointSlicesResource() {
   return {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"};
 }
 
-bool KubeServiceDiscovery::SameObjects(const KubeObjects& objects,
-                                       const std::vector<std::shared_ptr<const KubeObject>>& held) {
-  return std::equal(objects.begin(), objects.end(), held.begin(), held.end(),
-                    [](const auto& entry, const auto& object) { return entry.second == object; });
-}
-
 DiscoveredServices KubeServiceDiscovery::Discover(const KubeObjects& services,
                                                   const KubeObjects& slices) {
-  if (last_ && SameObjects(services, last_->services) && SameObjects(slices, last_->slices)) {
-    return last_->joined;
-  }
-  LastJoin join;
-  for (const auto& [name, object] : services) join.services.push_back(object);
-  for (const auto& [name, object] : slices) join.slices.push_back(object);
-  join.joined = Join(services, slices);
-  last_ = std::move(join);
-  return last_->joined;
-}
-
-DiscoveredServices KubeServiceDiscovery::Join(const KubeObjects& services,
-                                              const KubeObjects& slices) {
   DiscoveredServices out;
   for (const auto& [name, object] : services) {
     out.emplace(ServiceKey{object->ns, object->name},

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -64,19 +62,6 @@ class KubeServiceDiscovery {
   template <typename T, typename Parse>
   const T& ReadOnce(absl::flat_hash_map<std::string, Read<T>>& read, const std::string& name,
                     const std::shared_ptr<const KubeObject>& object, Parse parse);
-
-  // The objects and result of the last Discover: a change that touches no
-  // Service or slice (most of them) copies the result instead of joining
-  // every Service with its slices again. Held, so no address is reused.
-  struct LastJoin {
-    std::vector<std::shared_ptr<const KubeObject>> services, slices;
-    DiscoveredServices joined;
-  };
-  // Whether `objects` are `held`, the same objects in the same order.
-  static bool SameObjects(const KubeObjects& objects,
-                          const std::vector<std::shared_ptr<const KubeObject>>& held);
-  DiscoveredServices Join(const KubeObjects& services, const KubeObjects& slices);
-  std::optional<LastJoin> last_;
 
   absl::flat_hash_map<std::string, Read<DiscoveredService>> services_;
   absl::flat_hash_map<std::string, Read<Slice>> slices_;
