@@ -593,10 +593,11 @@ func (p *proxy) onDelta(b []byte, recv time.Time) error {
 		}
 		if t == tCDS || t == tLDS {
 			if v, ok := p.f.lastRef.Load(name); ok {
-				for _, n := range v.(*nameList).names {
-					if p.ts[next].subBits.clear(p.f.names.id(n)) {
+				refs := v.(*nameList)
+				for i, id := range refs.idsIn(&p.f.names) {
+					if p.ts[next].subBits.clear(id) {
 						p.ts[next].subCount--
-						unsub = append(unsub, n)
+						unsub = append(unsub, refs.names[i])
 					}
 				}
 			}

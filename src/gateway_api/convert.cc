@@ -282,13 +282,15 @@ void MakeService(const Port& port, const std::string& hostname, HostRoutes& host
   std::vector<const PlacedRoute*> sorted;
   for (const PlacedRoute& r : host.placed) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), Precedes);
-  std::set<ObjectKey> sources;
+  std::vector<ObjectKey> sources;
   std::vector<std::shared_ptr<const json>> specs;
   for (const PlacedRoute* r : sorted) {
-    sources.insert(r->route->key());
+    sources.push_back(r->route->key());
     specs.push_back(r->spec);
   }
-  host.sources = SourceKeys({sources.begin(), sources.end()});
+  std::sort(sources.begin(), sources.end());
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  host.sources = SourceKeys(std::move(sources));
   host.changed = false;
   if (host.service && host.service->routes == specs) return;
   // Clients of a port other than 80 and 443 send it in the Host header,

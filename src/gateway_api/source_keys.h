@@ -23,7 +23,6 @@ class SourceKeys {
   std::vector<ObjectKey>::const_iterator begin() const { return keys().begin(); }
   std::vector<ObjectKey>::const_iterator end() const { return keys().end(); }
   bool empty() const { return keys().empty(); }
-  size_t size() const { return keys().size(); }
   // These keys, then `more`'s.
   SourceKeys Plus(const SourceKeys& more) const {
     if (empty()) return more;
